@@ -1,0 +1,1 @@
+"""tooloop: the multi-turn LLM tool-calling loop."""

@@ -1,0 +1,230 @@
+"""The whole exception tree of tooloop, split by who has to act.
+
+::
+
+    ToolloopError                      base of everything tooloop raises
+    ├── UserError                      the developer must fix the code or configuration
+    │   ├── ConfigurationError         unknown model string, bad setting, missing API key
+    │   └── ApprovalMismatchError      a decision does not match the call it claims to approve
+    ├── RunError                       the run could not finish; carries ``transcript`` and ``usage``
+    │   ├── RunTimeoutError            ``Limits.timeout`` elapsed
+    │   ├── OutputValidationError      structured output still invalid after the allowed retries
+    │   └── ContextBudgetError         the conversation cannot be made to fit the context window
+    ├── ProviderError                  the model provider failed; ``status_code``, ``retryable``
+    │   ├── AuthenticationError        401/403: never retried
+    │   ├── RateLimitError             429 (``retry_after`` seconds when the provider said)
+    │   ├── ProviderOverloadedError    5xx / overloaded: retried with backoff
+    │   ├── ContextLengthError         the request does not fit the model's context window
+    │   ├── BadRequestError            400 the provider rejected
+    │   ├── ProviderTimeoutError       the request timed out
+    │   ├── ProviderConnectionError    connection refused, reset, or a stream cut short
+    │   └── ModelResponseError         the provider answered something tooloop cannot read
+    ├── ToolError                      raised inside tool execution (sent to the model, not raised)
+    │   ├── UnknownToolError           the model called a tool the agent does not have
+    │   ├── ToolArgumentsError         arguments are not valid JSON or fail validation
+    │   ├── ToolTimeoutError           the tool ran longer than its timeout
+    │   ├── ToolDeniedError            denied by an allow/deny list or an approver
+    │   └── RestoredToolError          an error read back from a stored transcript
+    └── StoreError                     persistence failed
+        ├── SessionNotFoundError
+        ├── ConflictError              another writer changed the session first
+        └── CorruptDataError           stored data cannot be read (names session and position)
+
+Every error raised out of a run carries ``transcript`` (everything up to the failure, valid to send
+to any provider) and ``usage``, so nothing the user paid for is lost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .messages import Usage
+    from .transcript import Transcript
+
+__all__ = [
+    "ApprovalMismatchError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ConflictError",
+    "ContextBudgetError",
+    "ContextLengthError",
+    "CorruptDataError",
+    "ModelResponseError",
+    "OutputValidationError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderOverloadedError",
+    "ProviderTimeoutError",
+    "RateLimitError",
+    "RestoredToolError",
+    "RunError",
+    "RunTimeoutError",
+    "SessionNotFoundError",
+    "StoreError",
+    "ToolArgumentsError",
+    "ToolDeniedError",
+    "ToolError",
+    "ToolTimeoutError",
+    "ToolloopError",
+    "UnknownToolError",
+    "UserError",
+]
+
+
+class ToolloopError(Exception):
+    """Base class of every error tooloop raises.
+
+    ``transcript`` and ``usage`` are filled in when the error leaves a run, so the messages and
+    tokens of the run so far are never lost.
+    """
+
+    transcript: Transcript | None = None
+    usage: Usage | None = None
+
+
+class UserError(ToolloopError):
+    """A mistake in how tooloop is used: the developer has to change code or configuration."""
+
+
+class ConfigurationError(UserError):
+    """A setting is wrong or missing: unknown model string, missing API key, invalid option."""
+
+
+class ApprovalMismatchError(UserError):
+    """An approval decision does not match the tool call (id, name or exact arguments) it names."""
+
+
+class RunError(ToolloopError):
+    """The run could not finish. ``transcript`` holds everything up to the failure."""
+
+    def __init__(self, message: str, *, transcript: Transcript | None = None, usage: Usage | None = None):
+        super().__init__(message)
+        self.transcript = transcript
+        self.usage = usage
+
+
+class RunTimeoutError(RunError):
+    """``Limits.timeout`` elapsed before the run finished."""
+
+
+class OutputValidationError(RunError):
+    """The final answer did not validate against ``output_type`` after the allowed retries."""
+
+
+class ContextBudgetError(RunError):
+    """The conversation cannot be pruned to fit the model's context window."""
+
+
+class ProviderError(ToolloopError):
+    """The model provider failed. ``retryable`` says whether trying again may help."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        provider: str | None = None,
+        body: Any = None,
+    ):
+        super().__init__(message)
+        self.status_code = status_code
+        self.provider = provider
+        self.body = body
+
+
+class AuthenticationError(ProviderError):
+    """The provider refused the credentials (401/403). Never retried."""
+
+
+class RateLimitError(ProviderError):
+    """The provider is rate limiting (429). ``retry_after`` is in seconds when the provider said."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ProviderOverloadedError(ProviderError):
+    """The provider is overloaded or failed internally (5xx). Retried with backoff."""
+
+    retryable = True
+
+
+class ContextLengthError(ProviderError):
+    """The request does not fit the model's context window."""
+
+
+class BadRequestError(ProviderError):
+    """The provider rejected the request as invalid (400, 404, 422)."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The request to the provider timed out."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection failed or a streamed response was cut short."""
+
+    retryable = True
+
+
+class ModelResponseError(ProviderError):
+    """The provider answered with something tooloop cannot interpret."""
+
+
+class ToolError(ToolloopError):
+    """An error from running a tool call. The loop sends it to the model as the call's result."""
+
+
+class UnknownToolError(ToolError):
+    """The model called a tool the agent does not have."""
+
+
+class ToolArgumentsError(ToolError):
+    """The tool call's arguments are not valid JSON or fail the tool's parameter validation."""
+
+
+class ToolTimeoutError(ToolError):
+    """The tool ran longer than its timeout."""
+
+
+class ToolDeniedError(ToolError):
+    """The call was refused by an allow/deny list or by an approver."""
+
+
+class RestoredToolError(ToolError):
+    """A tool error read back from a stored transcript: the original type name and text."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(message)
+        self.type_name = type_name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.type_name, str(self)))
+
+
+class StoreError(ToolloopError):
+    """Persistence failed."""
+
+
+class SessionNotFoundError(StoreError, KeyError):
+    """No session with that id exists in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "session not found"
+
+
+class ConflictError(StoreError):
+    """Another writer changed the session since it was read; nothing was written."""
+
+
+class CorruptDataError(StoreError):
+    """Stored data cannot be read. The message names the session and the position."""

@@ -1,0 +1,269 @@
+"""Provider-neutral, frozen values: messages, tool calls, model responses, usage, stop reasons.
+
+Nothing here knows about a provider SDK or storage. Provider adapters translate these values to
+and from their wire format; stores persist them through :mod:`tooloop.transcript`'s JSON form.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "ModelResponse",
+    "StopReason",
+    "SystemMessage",
+    "ThinkingPart",
+    "ToolCall",
+    "ToolCallMessage",
+    "ToolCallStatus",
+    "Usage",
+    "UserMessage",
+]
+
+
+class StopReason(enum.StrEnum):
+    """Why a model response or a whole run ended.
+
+    The first five are the Agent Client Protocol's stop reasons, with the same string values.
+    The rest say more precisely why tooloop stopped; :attr:`acp` maps every value to the closest
+    ACP value for editors.
+    """
+
+    END_TURN = "end_turn"
+    """The model answered without asking for tools (or a hook ended the run)."""
+    MAX_TOKENS = "max_tokens"
+    """The model hit its output limit, or the run's token budget was used up."""
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    """``Limits.max_turns`` model requests were made."""
+    REFUSAL = "refusal"
+    """The model refused to answer."""
+    CANCELLED = "cancelled"
+    """The run was cancelled."""
+    TOOL_USE = "tool_use"
+    """A model response that asks for tool calls (never the stop reason of a finished run)."""
+    APPROVAL_REQUIRED = "approval_required"
+    """The run stopped because tool calls wait for a person's decision."""
+    TOKEN_BUDGET = "token_budget"
+    """``Limits.max_total_tokens`` was reached."""
+    STOPPED_BY_HOOK = "stopped_by_hook"
+    """A hook returned ``LoopControl.stop()`` without a more specific reason."""
+    PAUSE_TURN = "pause_turn"
+    """The provider paused a long turn; the loop sends the conversation back to continue it."""
+
+    @property
+    def acp(self) -> str:
+        """The closest Agent Client Protocol stop reason."""
+        return _ACP.get(self, "end_turn")
+
+
+_ACP = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.MAX_TURN_REQUESTS: "max_turn_requests",
+    StopReason.REFUSAL: "refusal",
+    StopReason.CANCELLED: "cancelled",
+    StopReason.TOKEN_BUDGET: "max_tokens",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and counts, summed over requests with ``+``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    tool_calls: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    """Model reasoning shown to the caller.
+
+    ``signature`` (Anthropic) or an opaque ``provider_data`` payload lets the same provider verify
+    the thinking when it is sent back; another provider never receives a signature it did not make.
+    """
+
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+    provider: str | None = None
+
+
+class ToolCallStatus(enum.StrEnum):
+    """The outcome of one tool call."""
+
+    OK = "ok"
+    ERROR = "error"
+    DENIED = "denied"
+    CANCELLED = "cancelled"
+    PENDING = "pending"
+    """Waiting for an approval decision; the call has not run."""
+    STARTED = "started"
+    """Issued by the model and not finished: only seen in a journal after a crash."""
+
+    @property
+    def finished(self) -> bool:
+        """True when the call has an outcome the model can be told."""
+        return self not in (ToolCallStatus.PENDING, ToolCallStatus.STARTED)
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    """Instructions for the model."""
+
+    text: str
+    kind: ClassVar[Literal["system"]] = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """What the user said."""
+
+    text: str
+    kind: ClassVar[Literal["user"]] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A model answer without tool calls (text, and optionally thinking or a refusal).
+
+    A response that asks for tools is recorded as :class:`ToolCallMessage` values instead, one per
+    call, sharing a ``batch_id``.
+    """
+
+    text: str = ""
+    _: KW_ONLY
+    thinking: tuple[ThinkingPart, ...] = ()
+    refusal: str | None = None
+    stop_reason: StopReason = StopReason.END_TURN
+    model: str | None = None
+    provider_data: Mapping[str, Any] = field(default_factory=dict)
+    kind: ClassVar[Literal["assistant"]] = "assistant"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallMessage:
+    """One tool call together with its outcome.
+
+    ``message`` is the assistant text that came with the call. Calls from one model response share
+    ``batch_id`` and sit next to each other in a transcript, so an adapter can send them back as
+    one assistant turn followed by its results. Parts of that response that belong to the whole
+    turn (``thinking``, response-level ``provider_data``) are kept on the first call of the batch.
+
+    ``content`` is exactly what the model is (or was) told about the outcome: the rendered
+    result, or the error text. ``result`` is the tool's return value and ``error`` the exception.
+    """
+
+    tool_name: str
+    tool_call_id: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = None
+    error: BaseException | None = field(default=None, compare=False)
+    message: str = ""
+    status: ToolCallStatus = ToolCallStatus.OK
+    content: str = ""
+    batch_id: str = ""
+    raw_arguments: str | None = None
+    thinking: tuple[ThinkingPart, ...] = ()
+    provider_data: Mapping[str, Any] = field(default_factory=dict)
+    error_type: str | None = None
+    kind: ClassVar[Literal["tool_call"]] = "tool_call"
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.error_type is None:
+            object.__setattr__(self, "error_type", _error_type_name(self.error))
+        if not self.batch_id:
+            object.__setattr__(self, "batch_id", self.tool_call_id)
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and returned a result."""
+        return self.status is ToolCallStatus.OK
+
+    @property
+    def is_error(self) -> bool:
+        """True when the model is told the call failed (error, denied or cancelled)."""
+        return self.status in (ToolCallStatus.ERROR, ToolCallStatus.DENIED, ToolCallStatus.CANCELLED)
+
+    def __str__(self) -> str:
+        if self.is_error:
+            return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.status.upper()}: {self.content}"
+        return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.content}"
+
+
+def _error_type_name(error: BaseException) -> str:
+    type_name = getattr(error, "type_name", None)
+    return type_name if isinstance(type_name, str) else type(error).__name__
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolCallMessage
+"""Any message of a transcript."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the model asked for it.
+
+    ``arguments`` may be a dict or the raw JSON text the model produced; the loop parses text once
+    and reports invalid JSON to the model as an error result.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    provider_data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One answer of a model: text and/or tool calls, why it stopped, and what it cost.
+
+    ``stop_reason`` defaults to ``TOOL_USE`` when there are tool calls and ``END_TURN`` otherwise.
+    ``usage`` is this request's tokens; the loop counts the request itself.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: StopReason = None  # type: ignore[assignment]  # derived in __post_init__
+    usage: Usage = field(default_factory=Usage)
+    _: KW_ONLY
+    thinking: tuple[ThinkingPart, ...] = ()
+    refusal: str | None = None
+    model: str | None = None
+    provider_data: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.stop_reason is None:
+            reason = StopReason.TOOL_USE if self.tool_calls else StopReason.END_TURN
+            object.__setattr__(self, "stop_reason", reason)
+        elif not isinstance(self.stop_reason, StopReason):
+            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))

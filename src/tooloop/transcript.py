@@ -1,0 +1,292 @@
+"""``Transcript``: the immutable record of a conversation, and its versioned JSON form."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from ._json import to_jsonable
+from .errors import CorruptDataError, RestoredToolError
+from .messages import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    SystemMessage,
+    ThinkingPart,
+    ToolCallMessage,
+    ToolCallStatus,
+    UserMessage,
+)
+
+__all__ = ["SCHEMA_VERSION", "Transcript", "message_from_dict", "message_to_dict"]
+
+SCHEMA_VERSION = 1
+"""Version of the JSON form written by :meth:`Transcript.to_json`; newer versions are refused."""
+
+
+class Transcript(Sequence[Message]):
+    """An immutable sequence of messages.
+
+    ``+`` and :meth:`append` return a new transcript and leave this one unchanged. Appending to the
+    newest transcript of a line of appends shares storage with it, so building a conversation one
+    message at a time costs amortised O(1) per message, not a copy of the whole history.
+    """
+
+    __slots__ = ("_items", "_len")
+
+    def __init__(self, messages: Iterable[Message] = ()):
+        self._items: list[Message] = list(messages)
+        self._len = len(self._items)
+
+    @classmethod
+    def _shared(cls, items: list[Message], length: int) -> Transcript:
+        new = cls.__new__(cls)
+        new._items = items
+        new._len = length
+        return new
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> Transcript: ...
+    def __getitem__(self, index: int | slice) -> Message | Transcript:
+        if isinstance(index, slice):
+            return Transcript(self._items[: self._len][index])
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("transcript index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._len):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Transcript):
+            return self._len == other._len and self._items[: self._len] == other._items[: other._len]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items[: self._len]))
+
+    def __repr__(self) -> str:
+        return f"Transcript({self._items[: self._len]!r})"
+
+    def append(self, message: Message) -> Transcript:
+        """A new transcript with ``message`` at the end."""
+        items = self._items
+        if len(items) == self._len:
+            items.append(message)
+            return Transcript._shared(items, self._len + 1)
+        return Transcript([*items[: self._len], message])
+
+    def extend(self, messages: Iterable[Message]) -> Transcript:
+        """A new transcript with ``messages`` at the end."""
+        extra = list(messages)
+        items = self._items
+        if len(items) == self._len:
+            items.extend(extra)
+            return Transcript._shared(items, len(items))
+        return Transcript([*items[: self._len], *extra])
+
+    def __add__(self, other: Transcript | Iterable[Message] | Message) -> Transcript:
+        if isinstance(other, SystemMessage | UserMessage | AssistantMessage | ToolCallMessage):
+            return self.append(other)
+        return self.extend(other)
+
+    def __radd__(self, other: Iterable[Message]) -> Transcript:
+        return Transcript([*other, *self])
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages as a tuple."""
+        return tuple(self._items[: self._len])
+
+    @property
+    def final_message(self) -> AssistantMessage | None:
+        """The last assistant answer, or None when the transcript has none."""
+        for i in range(self._len - 1, -1, -1):
+            message = self._items[i]
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+    @property
+    def final_text(self) -> str:
+        """Text of :attr:`final_message`, or an empty string."""
+        final = self.final_message
+        return final.text if final is not None else ""
+
+    @property
+    def tool_invocations(self) -> tuple[ToolCallMessage, ...]:
+        """Every tool call in order, each with its outcome."""
+        return tuple(m for m in self if isinstance(m, ToolCallMessage))
+
+    @property
+    def iterations(self) -> int:
+        """How many model responses the transcript holds (answers plus tool-call batches)."""
+        count = 0
+        previous_batch: str | None = None
+        for message in self:
+            if isinstance(message, AssistantMessage):
+                count += 1
+                previous_batch = None
+            elif isinstance(message, ToolCallMessage):
+                if message.batch_id != previous_batch:
+                    count += 1
+                previous_batch = message.batch_id
+            else:
+                previous_batch = None
+        return count
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Plain JSON-compatible dicts, one per message."""
+        return [message_to_dict(m) for m in self]
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The versioned JSON form: ``{"version": 1, "messages": [...]}``."""
+        return json.dumps(
+            {"version": SCHEMA_VERSION, "messages": self.to_dicts()}, ensure_ascii=False, indent=indent
+        )
+
+    @classmethod
+    def from_json(cls, data: str | bytes | Mapping[str, Any]) -> Transcript:
+        """Read what :meth:`to_json` wrote. Tool errors come back as :class:`RestoredToolError`.
+
+        Raises :class:`CorruptDataError` naming the position of the first message it cannot read.
+        """
+        if isinstance(data, str | bytes):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise CorruptDataError(f"transcript JSON is not valid: {exc}") from exc
+        if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
+            raise CorruptDataError("transcript JSON must be an object with a 'messages' list")
+        version = data.get("version", SCHEMA_VERSION)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise CorruptDataError(
+                f"transcript schema version {version!r} is newer than this tooloop reads ({SCHEMA_VERSION})"
+            )
+        messages = []
+        for position, item in enumerate(data["messages"]):
+            try:
+                messages.append(message_from_dict(item))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CorruptDataError(f"message {position} of the transcript cannot be read: {exc!r}") from exc
+        return cls(messages)
+
+
+def _thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
+    data: dict[str, Any] = {"text": part.text}
+    if part.signature is not None:
+        data["signature"] = part.signature
+    if part.redacted:
+        data["redacted"] = True
+    if part.provider is not None:
+        data["provider"] = part.provider
+    return data
+
+
+def _thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
+    return ThinkingPart(
+        text=str(data["text"]),
+        signature=data.get("signature"),
+        redacted=bool(data.get("redacted", False)),
+        provider=data.get("provider"),
+    )
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The JSON-compatible dict of one message (the unit a store writes)."""
+    if isinstance(message, SystemMessage | UserMessage):
+        return {"kind": message.kind, "text": message.text}
+    if isinstance(message, AssistantMessage):
+        data: dict[str, Any] = {"kind": "assistant", "text": message.text}
+        if message.thinking:
+            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+        if message.refusal is not None:
+            data["refusal"] = message.refusal
+        if message.stop_reason is not StopReason.END_TURN:
+            data["stop_reason"] = message.stop_reason.value
+        if message.model is not None:
+            data["model"] = message.model
+        if message.provider_data:
+            data["provider_data"] = to_jsonable(message.provider_data)
+        return data
+    if isinstance(message, ToolCallMessage):
+        data = {
+            "kind": "tool_call",
+            "tool_name": message.tool_name,
+            "tool_call_id": message.tool_call_id,
+            "arguments": to_jsonable(message.arguments),
+            "status": message.status.value,
+            "content": message.content,
+            "batch_id": message.batch_id,
+        }
+        if message.result is not None:
+            data["result"] = to_jsonable(message.result)
+        if message.error is not None or message.error_type is not None:
+            data["error"] = {
+                "type": message.error_type,
+                "message": str(message.error) if message.error is not None else message.content,
+            }
+        if message.message:
+            data["message"] = message.message
+        if message.raw_arguments is not None:
+            data["raw_arguments"] = message.raw_arguments
+        if message.thinking:
+            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+        if message.provider_data:
+            data["provider_data"] = to_jsonable(message.provider_data)
+        return data
+    raise TypeError(f"not a tooloop message: {message!r}")
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Read one message written by :func:`message_to_dict`."""
+    kind = data["kind"]
+    if kind == "system":
+        return SystemMessage(str(data["text"]))
+    if kind == "user":
+        return UserMessage(str(data["text"]))
+    if kind == "assistant":
+        return AssistantMessage(
+            str(data.get("text", "")),
+            thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
+            refusal=data.get("refusal"),
+            stop_reason=StopReason(data.get("stop_reason", StopReason.END_TURN)),
+            model=data.get("model"),
+            provider_data=dict(data.get("provider_data", {})),
+        )
+    if kind == "tool_call":
+        error_data = data.get("error")
+        error = None
+        error_type = None
+        if error_data is not None:
+            error_type = str(error_data["type"])
+            error = RestoredToolError(error_type, str(error_data.get("message", "")))
+        arguments = data.get("arguments", {})
+        if not isinstance(arguments, Mapping):
+            raise TypeError("tool call arguments must be an object")
+        return ToolCallMessage(
+            tool_name=str(data["tool_name"]),
+            tool_call_id=str(data["tool_call_id"]),
+            arguments=dict(arguments),
+            result=data.get("result"),
+            error=error,
+            error_type=error_type,
+            message=str(data.get("message", "")),
+            status=ToolCallStatus(data.get("status", ToolCallStatus.OK)),
+            content=str(data.get("content", "")),
+            batch_id=str(data.get("batch_id", "")),
+            raw_arguments=data.get("raw_arguments"),
+            thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
+            provider_data=dict(data.get("provider_data", {})),
+        )
+    raise ValueError(f"unknown message kind {kind!r}")
