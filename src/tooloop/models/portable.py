@@ -1,0 +1,96 @@
+"""Provider-neutral helpers every adapter uses to send a transcript that any provider accepts.
+
+The rules (documented in the README's "Switching providers" section):
+
+* Tool-call batches: consecutive :class:`ToolCallMessage` values with one ``batch_id`` are one
+  assistant turn followed by its results (:func:`turns`).
+* Tool-call ids: every provider has its own charset and length rules. :class:`IdMapper` rewrites
+  an id that breaks the target's rule to a deterministic, collision-free id that keeps it, and
+  uses the same rewrite for the call and its result.
+* Thinking: a part signed by provider X (``ThinkingPart.provider == X``) goes back only to X.
+  For any other provider it is dropped: reasoning is the model's scratchpad, and a foreign
+  signature would be rejected. Unsigned thinking from another provider is dropped too.
+* ``provider_data``: read only by the adapter whose provider name is its key; others ignore it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..messages import Message, ThinkingPart, ToolCallMessage
+
+__all__ = ["IdMapper", "ToolBatch", "own_thinking", "turns"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBatch:
+    """The tool calls of one model response, in the model's order, each with its outcome."""
+
+    calls: tuple[ToolCallMessage, ...]
+
+    @property
+    def text(self) -> str:
+        """The assistant text that came with the calls."""
+        return self.calls[0].message
+
+    @property
+    def first(self) -> ToolCallMessage:
+        """The first call, which carries the response-level parts (thinking, provider data)."""
+        return self.calls[0]
+
+
+def turns(messages: Sequence[Message]) -> Iterator[Message | ToolBatch]:
+    """The messages with each run of same-batch tool calls gathered into one :class:`ToolBatch`."""
+    batch: list[ToolCallMessage] = []
+    for message in messages:
+        if isinstance(message, ToolCallMessage):
+            if batch and batch[-1].batch_id != message.batch_id:
+                yield ToolBatch(tuple(batch))
+                batch = []
+            batch.append(message)
+            continue
+        if batch:
+            yield ToolBatch(tuple(batch))
+            batch = []
+        yield message
+    if batch:
+        yield ToolBatch(tuple(batch))
+
+
+def own_thinking(parts: Sequence[ThinkingPart], provider: str) -> tuple[ThinkingPart, ...]:
+    """The thinking parts ``provider`` may receive back: those it produced itself."""
+    return tuple(p for p in parts if p.provider == provider)
+
+
+class IdMapper:
+    """Rewrites tool-call ids that break a provider's rule, the same way for a call and its result.
+
+    ``pattern`` is the allowed charset as a regex character class body and ``max_length`` the
+    longest id the provider takes. Valid ids pass through unchanged; others become a readable
+    prefix of their allowed characters plus a short hash of the original, so distinct ids stay
+    distinct.
+    """
+
+    def __init__(self, allowed: str = "a-zA-Z0-9_-", max_length: int = 64, prefix: str = "call_"):
+        self._valid = re.compile(f"^[{allowed}]{{1,{max_length}}}$")
+        self._strip = re.compile(f"[^{allowed}]")
+        self._max = max_length
+        self._prefix = prefix
+        self._seen: dict[str, str] = {}
+
+    def __call__(self, original: str) -> str:
+        mapped = self._seen.get(original)
+        if mapped is not None:
+            return mapped
+        if self._valid.match(original):
+            mapped = original
+        else:
+            digest = hashlib.sha256(original.encode()).hexdigest()[:12]
+            readable = self._strip.sub("", original)[: max(0, self._max - len(self._prefix) - 13)]
+            mapped = f"{self._prefix}{readable}_{digest}" if readable else f"{self._prefix}{digest}"
+            mapped = mapped[: self._max]
+        self._seen[original] = mapped
+        return mapped
