@@ -315,3 +315,43 @@ def test_bad_options_are_configuration_errors(tmp_path: Path) -> None:
         Cassette(tmp_path / "x.json", "record", match={"messages", "headers"})
     with pytest.raises(ConfigurationError, match="needs the real model"):
         Cassette(tmp_path / "x.json", "record").wrap(None)
+
+
+async def test_wrap_calls_a_model_factory_only_when_recording(tmp_path: Path) -> None:
+    path = tmp_path / "factory.json"
+    built: list[str] = []
+
+    def build() -> ListModel:
+        built.append("built")
+        return ListModel([ModelResponse("hello")])
+
+    request = ModelRequest([UserMessage("hi")])
+    await Cassette(path, "auto").wrap(build).respond(request)
+    replayed = await Cassette(path, "auto").wrap(build).respond(request)
+    assert (replayed.text, built) == ("hello", ["built"])
+
+
+async def test_a_failed_request_can_be_retried_against_a_replay(tmp_path: Path) -> None:
+    from tooloop.errors import ProviderTimeoutError
+    from tooloop.testing.faults import Timeout, inject
+
+    path = tmp_path / "weather.json"
+    await record_weather(path)
+    cassette = Cassette(path)
+    faulty = inject(cassette.model(), Timeout(on=2))
+
+    class RetryOnce:
+        name = "retry-once"
+
+        async def respond(self, request: ModelRequest, on_event: Any = None) -> ModelResponse:
+            try:
+                return await faulty.respond(request, on_event)
+            except ProviderTimeoutError:
+                return await faulty.respond(request, on_event)
+
+    messages = await mini_run(RetryOnce(), "Weather in Paris?", {"get_weather": weather})
+    # The timed-out request never reached the cassette, so its retry played entry 2.
+    assert messages[-1].text == "It is sunny in Paris."  # type: ignore[union-attr]
+    assert faulty.fired_on(Timeout) == [2]
+    assert faulty.requests == 3
+    cassette.assert_all_played()

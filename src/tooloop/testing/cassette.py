@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -102,8 +102,14 @@ class Cassette:
         """How many requests were replayed (or recorded) so far."""
         return self._played
 
-    def wrap(self, model: Model | None) -> CassetteModel:
-        """A model that records ``model``'s answers, or replays them (``model`` may then be None)."""
+    def wrap(self, model: Model | Callable[[], Model] | None) -> CassetteModel:
+        """A model that records ``model``'s answers, or replays them (``model`` may then be None).
+
+        ``model`` may also be a function returning the model, called only when recording, so a
+        replay never builds a real model (and never needs its API key).
+        """
+        if model is not None and not isinstance(model, Model):
+            model = model() if self.recording else None
         if self.recording and model is None:
             raise ConfigurationError(f"recording cassette {str(self.path)!r} needs the real model to call")
         return CassetteModel(self, model)
