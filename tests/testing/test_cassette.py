@@ -355,3 +355,14 @@ async def test_a_failed_request_can_be_retried_against_a_replay(tmp_path: Path) 
     assert faulty.fired_on(Timeout) == [2]
     assert faulty.requests == 3
     cassette.assert_all_played()
+
+
+async def test_a_damaged_entry_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.json"
+    request = ModelRequest([UserMessage("hi")])
+    await Cassette(path, "record").wrap(ListModel([ModelResponse("hello")])).respond(request)
+    data = json.loads(path.read_text())
+    data["interactions"][0]["response"]["stop_reason"] = "sleepy"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CassetteError, match=r"entry 1 of cassette .* cannot be read"):
+        await Cassette(path).model().respond(request)

@@ -175,17 +175,19 @@ class Cassette:
                 f"{len(self._entries)}; the extra request ends with {_describe_request(request_to_dict(request))}"
             )
         entry = self._entries[self._played]
-        recorded = _comparable(entry["request"], self.match, self.ignore_fields)
+        try:
+            recorded = _comparable(entry["request"], self.match, self.ignore_fields)
+            response = response_from_dict(entry["response"])
+            events = [event_from_dict(e) for e in entry.get("events") or ()]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CassetteError(f"entry {number} of cassette {str(self.path)!r} cannot be read: {exc!r}") from exc
         actual = _comparable(request_to_dict(request), self.match, self.ignore_fields)
         difference = _first_difference(recorded, actual, "")
         if difference is not None:
             raise CassetteMismatchError(_mismatch_text(self.path, number, entry["request"], *difference))
         self._played += 1
-        response = response_from_dict(entry["response"])
         if on_event is not None:
-            recorded_events = entry.get("events") or ()
-            events = [event_from_dict(e) for e in recorded_events] if recorded_events else events_for(response)
-            for event in events:
+            for event in events or events_for(response):
                 on_event(event)
         return response
 
