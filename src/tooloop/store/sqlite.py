@@ -77,9 +77,12 @@ class SQLiteStore(BaseStore):
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._call, fn)
 
     def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        if self._conn is None:
-            self._conn = self._connect()
-        return fn(self._conn)
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            return fn(self._conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -87,7 +90,7 @@ class SQLiteStore(BaseStore):
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
         try:
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
+                _enable_wal(conn, self._busy_timeout)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             _migrate(conn, self._migrations, self.path)
         except BaseException:
@@ -192,6 +195,20 @@ def _transaction(conn: sqlite3.Connection, fn: Callable[..., _T], *args: Any, de
         raise
     conn.execute("COMMIT")
     return result
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    # Switching to WAL needs an exclusive lock and SQLite does not wait for it: retry while
+    # another connection holds the file (two processes opening a new file at once).
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...], where: str) -> None:
