@@ -99,8 +99,11 @@ async def test_reused_tool_call_id_in_a_later_response_is_a_new_entry(store: Bas
 
 async def test_recording_the_same_final_message_twice_is_harmless(store: BaseStore) -> None:
     await store.append("s", [UserMessage("1"), call("k")])
-    await store.append("s", [call("k")])
+    version = await store.append("s", [call("k")])
     assert await store.load("s") == Transcript([UserMessage("1"), call("k")])
+    assert version == 2
+    await store.append("s", [call("k", content="rewritten")])  # same batch: last write wins
+    assert await store.load("s") == Transcript([UserMessage("1"), call("k", content="rewritten")])
 
 
 async def test_missing_session(store: BaseStore) -> None:

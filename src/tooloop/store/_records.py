@@ -44,6 +44,7 @@ class Record:
     tool_call_id: str | None
     status: str | None
     data: str
+    batch_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ def encode(message: Message) -> Record:
     """The record of one message (its JSON is built exactly once)."""
     data = json.dumps(message_to_dict(message), ensure_ascii=False, separators=(",", ":"))
     if isinstance(message, ToolCallMessage):
-        return Record(message.tool_call_id, message.status.value, data)
+        return Record(message.tool_call_id, message.status.value, data, message.batch_id)
     return Record(None, None, data)
 
 
@@ -81,17 +82,18 @@ def plan_rows(
     """The rows to insert for ``records`` and the session's new ``(version, message_count)``.
 
     ``latest`` maps the records' tool call ids to their newest stored entry (updated in place).
-    A tool call replaces an unfinished entry with its id; an exact repeat of a finished entry is
-    skipped, so recording the same final message twice is harmless.
+    A tool call replaces the newest entry with its id when that entry is unfinished or belongs
+    to the same batch (the same model response); an exact repeat is skipped. A provider that
+    reuses ids in a later response (``call_0`` every time) therefore gets a new entry.
     """
     rows: list[Row] = []
     for record in records:
         call_id = record.tool_call_id
         previous = latest.get(call_id) if call_id is not None else None
-        if previous is not None and previous.status in _UNFINISHED:
-            pos = previous.pos
-        elif previous is not None and previous.data == record.data:
+        if previous is not None and previous.data == record.data:
             continue
+        if previous is not None and (previous.status in _UNFINISHED or _batch_of(previous) == record.batch_id):
+            pos = previous.pos
         else:
             pos = count
             count += 1
@@ -114,6 +116,14 @@ def latest_per_position(session_id: str, rows: Iterable[_R]) -> list[_R]:
         else:
             raise CorruptDataError(f"session {session_id!r}: row seq={seq} has position {pos}, beyond the transcript")
     return final
+
+
+def _batch_of(entry: Latest) -> str | None:
+    try:
+        batch = json.loads(entry.data).get("batch_id")
+    except (ValueError, AttributeError):
+        return None
+    return batch if isinstance(batch, str) else None
 
 
 def decode_rows(session_id: str, rows: Iterable[tuple[int, int, int, str]]) -> Transcript:

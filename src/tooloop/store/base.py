@@ -44,9 +44,10 @@ class SessionInfo:
 class Store(Protocol):
     """Durable sessions: an append-only log of messages per session id.
 
-    A :class:`~tooloop.messages.ToolCallMessage` whose ``tool_call_id`` matches an earlier
-    unfinished entry (status STARTED or PENDING) of the same session replaces that entry at its
-    original position; every other message is a new entry. Each call is one transaction.
+    A :class:`~tooloop.messages.ToolCallMessage` whose ``tool_call_id`` matches the newest earlier
+    entry with that id, when that entry is unfinished (STARTED or PENDING) or from the same batch,
+    replaces it at its original position (last write wins); every other message is a new entry.
+    Each call is one transaction.
     """
 
     async def append(self, session_id: str, messages: Sequence[Message], *, expected_version: int | None = None) -> int:
