@@ -99,6 +99,8 @@ class ContextPolicy:
     ) -> Sequence[Message]:
         """The pruned messages for ``budget`` (``messages`` itself when it already fits)."""
         counter = counter or self.counter_for(None)
+        if self.plan_fits(messages, budget, counter):
+            return messages
         strategy = self.strategy
         if isinstance(strategy, Summarize):
             strategy = oldest_first
