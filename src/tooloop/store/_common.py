@@ -49,6 +49,18 @@ class BaseStore(ABC):
         """See :meth:`tooloop.store.Store.set_metadata`."""
 
     @abstractmethod
+    async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """See :meth:`tooloop.store.Store.list_sessions`."""
+
+    @abstractmethod
+    async def delete(self, session_id: str) -> None:
+        """See :meth:`tooloop.store.Store.delete`."""
+
+    @abstractmethod
+    async def fork(self, session_id: str, at: int, new_session_id: str | None = None) -> str:
+        """See :meth:`tooloop.store.Store.fork`."""
+
+    @abstractmethod
     async def close(self) -> None:
         """See :meth:`tooloop.store.Store.close`."""
 
