@@ -285,6 +285,11 @@ class Run:
             if not quiet:
                 raise
 
+    async def record_outcome(self, message: ToolCallMessage) -> None:
+        """Journal a finished call at once, so a crash never runs it again (the batch follows whole)."""
+        if self.journal is not None:
+            await self.journal.record([message])
+
     async def _add(self, *messages: Message) -> None:
         self._append(messages)
         await self._flush()

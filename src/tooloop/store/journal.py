@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from ..errors import SessionNotFoundError
@@ -22,10 +23,12 @@ class SessionJournal:
         self.store = store
         self.session_id = session_id
         self.version = version
+        self._lock = asyncio.Lock()
 
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
-        self.version = await self.store.append(self.session_id, messages, expected_version=self.version)
+        async with self._lock:  # parallel tool calls record their outcomes concurrently
+            self.version = await self.store.append(self.session_id, messages, expected_version=self.version)
 
 
 class SessionBinding:
