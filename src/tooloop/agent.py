@@ -18,6 +18,8 @@ from .loop.run import ContextShaper, Journal, Run, RunConfig
 from .loop.toolphase import Approver
 from .messages import Message, StopReason, Usage
 from .models.base import Model, ModelSettings
+from .store.base import Store
+from .store.journal import SessionBinding
 from .tools.tool import Tool, as_tool
 
 __all__ = ["Agent"]
@@ -39,6 +41,8 @@ class _Options:
     settings: ModelSettings = field(default_factory=ModelSettings)
     context: ContextShaper | None = None
     rerun_interrupted: bool = True
+    store: Store | str | None = None
+    session_id: str | None = None
 
 
 class Agent:
@@ -70,6 +74,8 @@ class Agent:
         settings: ModelSettings | None = None,
         context: ContextShaper | None = None,
         rerun_interrupted: bool = True,
+        store: Store | str | None = None,
+        session_id: str | None = None,
     ):
         options = _Options(
             model=model,
@@ -84,6 +90,8 @@ class Agent:
             settings=settings or ModelSettings(),
             context=context,
             rerun_interrupted=rerun_interrupted,
+            store=store,
+            session_id=session_id,
         )
         _check_tools(options.tools)
         self._options = options
@@ -138,6 +146,10 @@ class Agent:
         """A copy that shapes each request with ``context`` (pruning, summaries)."""
         return self._copy(context=context)
 
+    def with_session(self, session_id: str, store: Store | str | None = None) -> Agent:
+        """A copy whose runs continue and record the stored session ``session_id``."""
+        return self._copy(session_id=session_id, store=store if store is not None else self._options.store)
+
     # ------------------------------------------------------------------ introspection
 
     @property
@@ -180,6 +192,14 @@ class Agent:
         config = self._resolved()
         if approve is not None:
             config = replace(config, approver=approve)
+        session = None
+        if self._options.store is not None:
+            if self._options.session_id is None:
+                raise ConfigurationError("an agent with a store needs session_id= (or agent.with_session(id))")
+            if history is not None:
+                raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
+            session = SessionBinding(self._options.store, self._options.session_id)
+            session_id = self._options.session_id
         return Run(
             config,
             history=tuple(history) if history is not None and not isinstance(history, Sequence) else history or (),
@@ -188,7 +208,20 @@ class Agent:
             token=cancel,
             journal=journal,
             session_id=session_id,
+            session=session,
         )
+
+    async def resume(
+        self,
+        session_id: str | None = None,
+        *,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+    ) -> RunResult:
+        """Continue a stored session from its tail (interrupted calls, decided approvals, then the model)."""
+        agent = self.with_session(session_id) if session_id is not None else self
+        return await agent.run(None, approvals=approvals, approve=approve, cancel=cancel)
 
     async def run(
         self,

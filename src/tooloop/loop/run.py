@@ -38,7 +38,7 @@ from .repair import INTERRUPTED, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .toolphase import Approver, Slot, decide, run_batch, slots_from_messages, slots_from_response
 
-__all__ = ["ContextShaper", "Journal", "Run", "RunConfig"]
+__all__ = ["ContextShaper", "Journal", "Run", "RunConfig", "SessionSource"]
 
 
 class Journal(Protocol):
@@ -46,6 +46,18 @@ class Journal(Protocol):
 
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
+        ...
+
+
+class SessionSource(Protocol):
+    """A stored session a run continues: opened when the run starts, closed when it ends."""
+
+    async def open(self) -> tuple[Sequence[Message], Journal]:
+        """The session's history and the journal that continues it."""
+        ...
+
+    async def close(self) -> None:
+        """Release what :meth:`open` acquired."""
         ...
 
 
@@ -115,6 +127,7 @@ class Run:
         on_event: Any = None,
         journal: Journal | None = None,
         session_id: str | None = None,
+        session: SessionSource | None = None,
     ):
         self.config = config
         self.model = config.model
@@ -127,11 +140,10 @@ class Run:
         self.token = token or CancelToken()
         self.session_id = session_id
         self.journal = journal
+        self._session = session
         self._on_event: Any = on_event
         self._prompt = prompt
-        repaired, _ = repair(history)
-        self.transcript = Transcript(repaired)
-        self.start = len(self.transcript)
+        self._set_history(history)
         self.usage = Usage()
         self.iteration = 0
         self.stop_reason: StopReason | None = None
@@ -149,10 +161,28 @@ class Run:
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self._deadline: float | None = None
 
+    def _set_history(self, history: Sequence[Message]) -> None:
+        repaired, _ = repair(history)
+        self.transcript = Transcript(repaired)
+        self.start = len(self.transcript)
+
     # ------------------------------------------------------------------ driving
 
     async def messages(self) -> AsyncIterator[Message]:
         """Advance the run, yielding each message as it is appended."""
+        if self._session is None:
+            async for message in self._advance():
+                yield message
+            return
+        try:
+            history, self.journal = await self._session.open()
+            self._set_history(history)
+            async for message in self._advance():
+                yield message
+        finally:
+            await self._session.close()
+
+    async def _advance(self) -> AsyncIterator[Message]:
         if self.limits.timeout is not None:
             self._deadline = asyncio.get_running_loop().time() + self.limits.timeout
         going = await self._step(self._begin())
@@ -254,6 +284,11 @@ class Run:
         except Exception:
             if not quiet:
                 raise
+
+    async def record_outcome(self, message: ToolCallMessage) -> None:
+        """Journal a finished call at once, so a crash never runs it again (the batch follows whole)."""
+        if self.journal is not None:
+            await self.journal.record([message])
 
     async def _add(self, *messages: Message) -> None:
         self._append(messages)

@@ -270,6 +270,7 @@ async def _after(slot: Slot, run: Run) -> None:
             _finish_ok(slot, control.result, run)
         elif control.action == "stop":
             run.stop_requested = control.reason
+    await run.record_outcome(slot.outcome)
     run.emit(ToolCallFinished(slot.outcome))
 
 

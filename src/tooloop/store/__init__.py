@@ -1,0 +1,36 @@
+"""Durable sessions: the ``Store`` protocol, SQLite (default) and PostgreSQL backends.
+
+``open_store("sqlite:///sessions.db")`` or ``open_store("postgresql://...")`` returns a store that
+connects on first use; ``async with open_store(url) as store:`` closes it afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigurationError
+from ._common import BaseStore
+from .base import UNSET, SessionInfo, Store
+from .exchange import EXPORT_FORMAT, EXPORT_VERSION
+
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "UNSET", "BaseStore", "SessionInfo", "Store", "open_store"]
+
+
+def open_store(url: str, **options: Any) -> BaseStore:
+    """The store for ``url``: ``sqlite:///path.db``, ``sqlite:///:memory:`` or ``postgresql://...``.
+
+    ``options`` go to the backend (``SQLiteStore`` or ``PostgresStore``). The PostgreSQL backend
+    needs the ``postgres`` extra and is imported only when asked for.
+    """
+    scheme = url.partition(":")[0].lower()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url, **options)
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresStore
+
+        return PostgresStore.from_url(url, **options)
+    raise ConfigurationError(
+        f"unknown store URL {url!r}: use sqlite:///path.db, sqlite:///:memory: or postgresql://..."
+    )

@@ -1,0 +1,123 @@
+"""What every store backend shares: export/import on top of the primitives, files, ``async with``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ..errors import SessionNotFoundError
+from ..messages import Message, Usage
+from ..transcript import Transcript
+from ._records import Record
+from .base import UNSET, SessionInfo
+from .exchange import build_export, parse_export
+
+__all__ = ["BaseStore"]
+
+
+class BaseStore(ABC):
+    """Base class of the built-in stores (implements the :class:`~tooloop.store.Store` protocol)."""
+
+    @abstractmethod
+    async def append(self, session_id: str, messages: Sequence[Message], *, expected_version: int | None = None) -> int:
+        """See :meth:`tooloop.store.Store.append`."""
+
+    @abstractmethod
+    async def load(self, session_id: str) -> Transcript:
+        """See :meth:`tooloop.store.Store.load`."""
+
+    @abstractmethod
+    async def get_session(self, session_id: str) -> SessionInfo:
+        """See :meth:`tooloop.store.Store.get_session`."""
+
+    @abstractmethod
+    async def set_metadata(
+        self,
+        session_id: str,
+        *,
+        title: str | None = UNSET,
+        model: str | None = UNSET,
+        usage: Usage = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+    ) -> SessionInfo:
+        """See :meth:`tooloop.store.Store.set_metadata`."""
+
+    @abstractmethod
+    async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """See :meth:`tooloop.store.Store.list_sessions`."""
+
+    @abstractmethod
+    async def delete(self, session_id: str) -> None:
+        """See :meth:`tooloop.store.Store.delete`."""
+
+    @abstractmethod
+    async def fork(self, session_id: str, at: int, new_session_id: str | None = None) -> str:
+        """See :meth:`tooloop.store.Store.fork`."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """See :meth:`tooloop.store.Store.close`."""
+
+    @abstractmethod
+    async def _create_from(self, info: SessionInfo, records: Sequence[Record]) -> None:
+        """Create session ``info.id`` holding ``records`` at positions 0..n-1 (ConflictError if it exists)."""
+
+    async def version(self, session_id: str) -> int:
+        """The session's current version (0 when it does not exist)."""
+        try:
+            return (await self.get_session(session_id)).version
+        except SessionNotFoundError:
+            return 0
+
+    async def export(self, session_id: str) -> dict[str, Any]:
+        """The session as schema-versioned JSON-compatible data (see :mod:`tooloop.store.exchange`)."""
+        info = await self.get_session(session_id)
+        transcript = await self.load(session_id)
+        return build_export(info, transcript)
+
+    async def import_(self, data: Mapping[str, Any] | str | bytes, *, session_id: str | None = None) -> str:
+        """Create a session from :meth:`export` data (under ``session_id`` when given); returns its id."""
+        info, records = parse_export(data)
+        if session_id is not None:
+            info = SessionInfo(
+                id=session_id,
+                title=info.title,
+                model=info.model,
+                created_at=info.created_at,
+                updated_at=info.updated_at,
+                message_count=info.message_count,
+                usage=info.usage,
+                metadata=info.metadata,
+            )
+        await self._create_from(info, records)
+        return info.id
+
+    async def save_to_file(self, session_id: str, path: str | os.PathLike[str]) -> None:
+        """Write the session's export to ``path`` as JSON (atomically: a temp file then a rename)."""
+        text = json.dumps(await self.export(session_id), ensure_ascii=False, indent=1)
+        await asyncio.to_thread(_write_atomically, Path(path), text)
+
+    async def load_from_file(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> str:
+        """Import a session written by :meth:`save_to_file`; returns its id."""
+        data = await asyncio.to_thread(Path(path).read_bytes)
+        return await self.import_(data, session_id=session_id)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    temp = target.with_name(target.name + ".tmp")
+    temp.write_text(text, encoding="utf-8")
+    temp.replace(target)

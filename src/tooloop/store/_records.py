@@ -1,0 +1,183 @@
+"""How messages become rows and rows become a transcript; shared by every SQL backend.
+
+A row is ``(session_id, seq, pos, tool_call_id, status, format, data)``: ``seq`` counts every write
+of the session, ``pos`` is the message's position in the transcript. A tool call that replaces
+an unfinished entry gets a new ``seq`` and the old entry's ``pos``, so writing never rewrites a
+row and reading keeps the last write of each position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from ..errors import CorruptDataError
+from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage
+from ..transcript import SCHEMA_VERSION, Transcript, message_from_dict, message_to_dict
+
+__all__ = [
+    "Latest",
+    "Record",
+    "Row",
+    "decode_rows",
+    "encode",
+    "latest_per_position",
+    "metadata_from_json",
+    "plan_rows",
+    "to_datetime",
+    "usage_from_json",
+    "usage_to_json",
+]
+
+_R = TypeVar("_R", bound=tuple[Any, ...])
+
+_UNFINISHED = frozenset({ToolCallStatus.STARTED.value, ToolCallStatus.PENDING.value})
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message ready to be written."""
+
+    tool_call_id: str | None
+    status: str | None
+    data: str
+    batch_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Latest:
+    """The newest stored entry of one tool call id."""
+
+    pos: int
+    status: str | None
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A row to insert."""
+
+    seq: int
+    pos: int
+    tool_call_id: str | None
+    status: str | None
+    data: str
+    format: int = SCHEMA_VERSION
+
+
+def encode(message: Message) -> Record:
+    """The record of one message (its JSON is built exactly once)."""
+    data = json.dumps(message_to_dict(message), ensure_ascii=False, separators=(",", ":"))
+    if isinstance(message, ToolCallMessage):
+        return Record(message.tool_call_id, message.status.value, data, message.batch_id)
+    return Record(None, None, data)
+
+
+def plan_rows(
+    records: Sequence[Record], latest: dict[str, Latest], version: int, count: int
+) -> tuple[list[Row], int, int]:
+    """The rows to insert for ``records`` and the session's new ``(version, message_count)``.
+
+    ``latest`` maps the records' tool call ids to their newest stored entry (updated in place).
+    A tool call replaces the newest entry with its id when that entry is unfinished or belongs
+    to the same batch (the same model response); an exact repeat is skipped. A provider that
+    reuses ids in a later response (``call_0`` every time) therefore gets a new entry.
+    """
+    rows: list[Row] = []
+    for record in records:
+        call_id = record.tool_call_id
+        previous = latest.get(call_id) if call_id is not None else None
+        if previous is not None and previous.data == record.data:
+            continue
+        if previous is not None and (previous.status in _UNFINISHED or _batch_of(previous) == record.batch_id):
+            pos = previous.pos
+        else:
+            pos = count
+            count += 1
+        if call_id is not None:
+            latest[call_id] = Latest(pos, record.status, record.data)
+        rows.append(Row(version, pos, call_id, record.status, record.data))
+        version += 1
+    return rows, version, count
+
+
+def latest_per_position(session_id: str, rows: Iterable[_R]) -> list[_R]:
+    """The last write of each position from rows ``(seq, pos, ...)`` in ``seq`` order."""
+    final: list[_R] = []
+    for row in rows:
+        seq, pos = row[0], row[1]
+        if pos == len(final):
+            final.append(row)
+        elif 0 <= pos < len(final):
+            final[pos] = row
+        else:
+            raise CorruptDataError(f"session {session_id!r}: row seq={seq} has position {pos}, beyond the transcript")
+    return final
+
+
+def _batch_of(entry: Latest) -> str | None:
+    try:
+        batch = json.loads(entry.data).get("batch_id")
+    except (ValueError, AttributeError):
+        return None
+    return batch if isinstance(batch, str) else None
+
+
+def decode_rows(session_id: str, rows: Iterable[tuple[int, int, int, str]]) -> Transcript:
+    """The transcript from ``(seq, pos, format, data)`` rows in ``seq`` order.
+
+    Only the last write of each position is parsed. A row that cannot be read raises
+    :class:`CorruptDataError` naming the session and the row's ``seq``.
+    """
+    final = latest_per_position(session_id, rows)
+    return Transcript([_decode(session_id, seq, fmt, data) for seq, _pos, fmt, data in final])
+
+
+def _decode(session_id: str, seq: int, fmt: int, data: str) -> Message:
+    if fmt > SCHEMA_VERSION:
+        raise CorruptDataError(
+            f"session {session_id!r}: message at seq={seq} uses format {fmt}, newer than this tooloop "
+            f"reads ({SCHEMA_VERSION}); upgrade tooloop"
+        )
+    try:
+        return message_from_dict(json.loads(data))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptDataError(f"session {session_id!r}: message at seq={seq} cannot be read: {exc!r}") from exc
+
+
+def usage_to_json(usage: Usage) -> str:
+    """Usage as compact JSON text."""
+    return json.dumps({f.name: getattr(usage, f.name) for f in fields(usage)}, separators=(",", ":"))
+
+
+def usage_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> Usage:
+    """Usage from what :func:`usage_to_json` wrote (unknown keys are ignored)."""
+    if text is None:
+        return Usage()
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+        known = {f.name for f in fields(Usage)}
+        return Usage(**{k: int(v) for k, v in data.items() if k in known})
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CorruptDataError(f"session {session_id!r}: usage cannot be read: {exc!r}") from exc
+
+
+def metadata_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """A session's metadata dict."""
+    if text is None:
+        return {}
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+    except ValueError as exc:
+        raise CorruptDataError(f"session {session_id!r}: metadata cannot be read: {exc!r}") from exc
+    if not isinstance(data, dict):
+        raise CorruptDataError(f"session {session_id!r}: metadata is not an object")
+    return data
+
+
+def to_datetime(epoch: float | None) -> datetime | None:
+    """An aware UTC datetime from epoch seconds."""
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)

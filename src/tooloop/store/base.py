@@ -1,0 +1,108 @@
+"""The ``Store`` seam: durable, append-only sessions, and the values it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..messages import Message, Usage
+from ..transcript import Transcript
+
+__all__ = ["UNSET", "SessionInfo", "Store"]
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Default of :meth:`Store.set_metadata` arguments: leave that field as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What a store knows about a session besides its messages."""
+
+    id: str
+    title: str | None = None
+    model: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    message_count: int = 0
+    usage: Usage = field(default_factory=Usage)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    version: int = 0
+    """How many records were written to the session; what ``expected_version`` compares with."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable sessions: an append-only log of messages per session id.
+
+    A :class:`~tooloop.messages.ToolCallMessage` whose ``tool_call_id`` matches the newest earlier
+    entry with that id, when that entry is unfinished (STARTED or PENDING) or from the same batch,
+    replaces it at its original position (last write wins); every other message is a new entry.
+    Each call is one transaction.
+    """
+
+    async def append(self, session_id: str, messages: Sequence[Message], *, expected_version: int | None = None) -> int:
+        """Append ``messages`` (creating the session if needed) and return the new version.
+
+        With ``expected_version`` the write happens only if the session is still at that version
+        (0 for a session that must not exist yet); otherwise :class:`~tooloop.errors.ConflictError`
+        is raised and nothing is written.
+        """
+        ...
+
+    async def load(self, session_id: str) -> Transcript:
+        """The session's messages, each tool call in its final state at its original position."""
+        ...
+
+    async def version(self, session_id: str) -> int:
+        """The session's current version (0 when it does not exist)."""
+        ...
+
+    async def get_session(self, session_id: str) -> SessionInfo:
+        """The session's metadata; :class:`~tooloop.errors.SessionNotFoundError` if absent."""
+        ...
+
+    async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """Sessions, most recently updated first."""
+        ...
+
+    async def set_metadata(
+        self,
+        session_id: str,
+        *,
+        title: str | None = UNSET,
+        model: str | None = UNSET,
+        usage: Usage = UNSET,
+        metadata: Mapping[str, Any] = UNSET,
+    ) -> SessionInfo:
+        """Change the given fields (creating the session if needed) and return the result."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session and its messages; :class:`~tooloop.errors.SessionNotFoundError` if absent."""
+        ...
+
+    async def fork(self, session_id: str, at: int, new_session_id: str | None = None) -> str:
+        """A new session holding the first ``at`` messages of ``session_id``; returns its id."""
+        ...
+
+    async def export(self, session_id: str) -> dict[str, Any]:
+        """The session as schema-versioned JSON-compatible data (see :mod:`tooloop.store.exchange`)."""
+        ...
+
+    async def import_(self, data: Mapping[str, Any], *, session_id: str | None = None) -> str:
+        """Create a session from :meth:`export` data and return its id."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections. The store cannot be used afterwards."""
+        ...

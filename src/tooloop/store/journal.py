@@ -1,0 +1,62 @@
+"""``SessionJournal``: the loop's journal writing to a store session, and the agent's session binding."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ..errors import SessionNotFoundError
+from ..messages import Message
+from .base import Store
+
+__all__ = ["SessionBinding", "SessionJournal"]
+
+
+class SessionJournal:
+    """Appends each message the loop records to ``session_id``, checking ``version`` every time.
+
+    If another writer appended to the session meanwhile, :class:`~tooloop.errors.ConflictError`
+    stops this run instead of interleaving two conversations.
+    """
+
+    def __init__(self, store: Store, session_id: str, version: int):
+        self.store = store
+        self.session_id = session_id
+        self.version = version
+        self._lock = asyncio.Lock()
+
+    async def record(self, messages: Sequence[Message]) -> None:
+        """Persist ``messages``; a tool call recorded again replaces its earlier record."""
+        async with self._lock:  # parallel tool calls record their outcomes concurrently
+            self.version = await self.store.append(self.session_id, messages, expected_version=self.version)
+
+
+class SessionBinding:
+    """Opens a session for one run: its stored history and a journal; closes a store it opened."""
+
+    def __init__(self, store: Store | str, session_id: str):
+        self._store = store
+        self.session_id = session_id
+        self._owned: Store | None = None
+
+    async def open(self) -> tuple[Sequence[Message], SessionJournal]:
+        """The session's messages (empty for a new session) and the journal to continue it."""
+        if isinstance(self._store, str):
+            from . import open_store
+
+            store: Store = open_store(self._store)
+            self._owned = store
+        else:
+            store = self._store
+        try:
+            info = await store.get_session(self.session_id)
+        except SessionNotFoundError:
+            return (), SessionJournal(store, self.session_id, 0)
+        history = await store.load(self.session_id)
+        return history, SessionJournal(store, self.session_id, info.version)
+
+    async def close(self) -> None:
+        """Close the store if this binding opened it from a URL."""
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            await owned.close()
