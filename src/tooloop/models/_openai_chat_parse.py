@@ -267,7 +267,7 @@ class ChatStreamReader:
         if self._on_event is None:
             return
         if self._held:
-            content = self._held + content
+            content = _intact(self._held + content)
             self._held = ""
         if "\ud800" <= content[-1] <= "\udbff":
             self._held = content[-1]

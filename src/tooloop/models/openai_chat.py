@@ -147,6 +147,16 @@ class OpenAIChatModel:
             f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={str(self._client.base_url)!r})"
         )
 
+    async def aclose(self) -> None:
+        """Close the client's connections (the model cannot be used afterwards)."""
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request``; stream when ``on_event`` is given (or ``settings.stream`` says so)."""
         settings = self._settings.merged(request.settings)
