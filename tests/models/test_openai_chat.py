@@ -7,7 +7,7 @@ checks the parsed response and the request body the SDK sent.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,7 +26,7 @@ from tests.models.openai_wire import (
 from tests.support.wire import Reply, WireServer
 from tooloop.events import ModelEvent, TextDelta, ToolCallDelta
 from tooloop.messages import StopReason, ToolCall, Usage, UserMessage
-from tooloop.models import ModelRequest, ModelSettings, ToolDefinition, get_model
+from tooloop.models import ModelRequest, ModelSettings, ToolDefinition
 from tooloop.models.openai_chat import OpenAIChatModel
 
 WEATHER = ToolDefinition(
@@ -35,29 +35,6 @@ WEATHER = ToolDefinition(
     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 MODES = ["stream", "plain"]
-
-
-@pytest.fixture
-async def models() -> AsyncIterator[list[OpenAIChatModel]]:
-    """Models made in a test, closed at its end (their connection pools belong to its event loop)."""
-    made: list[OpenAIChatModel] = []
-    yield made
-    for model in made:
-        await model.aclose()
-
-
-@pytest.fixture
-def make_model(wire: WireServer, models: list[OpenAIChatModel]) -> Callable[..., OpenAIChatModel]:
-    def make(spec: str = "openai:gpt-4.1-mini", **options: Any) -> OpenAIChatModel:
-        options.setdefault("max_retries", 0)
-        options.setdefault("base_url", wire.url + "/v1")
-        options.setdefault("api_key", "sk-test-key")
-        model = get_model(spec, **options)
-        assert isinstance(model, OpenAIChatModel)
-        models.append(model)
-        return model
-
-    return make
 
 
 async def ask(model: OpenAIChatModel, mode: str, request: ModelRequest | None = None) -> tuple[Any, list[ModelEvent]]:
