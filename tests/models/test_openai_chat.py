@@ -395,3 +395,52 @@ async def test_unicode_in_plain_response(wire: WireServer, make_model: Callable[
     wire.queue(plain(completion({"content": "日本語 ✓ 😀"})))
     response, _ = await ask(make_model(), "plain")
     assert response.text == "日本語 ✓ 😀"
+
+
+EQUIVALENT = {
+    "text": (
+        [chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo"}), chunk({}, "stop")],
+        completion({"content": "Hello"}, "stop"),
+    ),
+    "calls": (
+        [
+            chunk({"content": "Two calls."}),
+            chunk({"tool_calls": [call_start(0, "call_1", "get_weather", '{"city":')]}),
+            chunk({"tool_calls": [call_start(1, "call_2", "get_weather", '{"city":"B"}')]}),
+            chunk({"tool_calls": [call_args(0, '"A"}')]}),
+            chunk({}, "tool_calls"),
+        ],
+        completion(
+            {
+                "content": "Two calls.",
+                "tool_calls": [
+                    tool_call("call_1", "get_weather", '{"city":"A"}'),
+                    tool_call("call_2", "get_weather", '{"city":"B"}'),
+                ],
+            },
+            "tool_calls",
+        ),
+    ),
+    "truncated": (
+        [chunk({"tool_calls": [call_start(0, "call_1", "get_weather", '{"ci')]}), chunk({}, "length")],
+        completion({"content": None, "tool_calls": [tool_call("call_1", "get_weather", '{"ci')]}, "length"),
+    ),
+    "refusal": (
+        [chunk({"refusal": "No."}), chunk({}, "stop")],
+        completion({"content": None, "refusal": "No."}, "stop"),
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(EQUIVALENT))
+async def test_streamed_and_plain_answers_are_identical(
+    wire: WireServer, make_model: Callable[..., OpenAIChatModel], scenario: str
+) -> None:
+    chunks, body = EQUIVALENT[scenario]
+    data = usage(prompt=321, completion=45, cached=128, reasoning=16)
+    wire.queue(stream(*chunks, usage_chunk(data)), plain({**body, "usage": data}))
+    model = make_model()
+    streamed, _ = await ask(model, "stream")
+    unstreamed, _ = await ask(model, "plain")
+    assert streamed == unstreamed
+    assert streamed.usage == Usage(input_tokens=321, output_tokens=45, cache_read_tokens=128, reasoning_tokens=16)
