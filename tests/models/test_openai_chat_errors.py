@@ -28,6 +28,7 @@ from tooloop.models.openai_chat import OpenAIChatModel
 Make = Callable[..., OpenAIChatModel]
 REQUEST = ModelRequest([UserMessage("hi")])
 MODES = ["stream", "plain"]
+FAST = {"retry-after-ms": "1"}  # the SDK waits this long before retrying
 
 
 def error(
@@ -96,7 +97,7 @@ async def test_429_retry_after_in_seconds(wire: WireServer, make_model: Make) ->
 
 @pytest.mark.parametrize("status", [500, 503, 529])
 async def test_server_errors_are_overloaded(wire: WireServer, make_model: Make, status: int) -> None:
-    failure = error(status, "The server had an error while processing your request.", "server_error")
+    failure = error(status, "The server had an error while processing your request.", "server_error", None, FAST)
     wire.queue(failure, failure)
     with pytest.raises(ProviderOverloadedError) as info:
         await call(make_model(max_retries=1), "plain")
