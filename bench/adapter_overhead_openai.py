@@ -35,8 +35,9 @@ import json, socket, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def chunk(delta, finish=None, usage=None):
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
     c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "bench-model",
-         "system_fingerprint": "fp_1", "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+         "system_fingerprint": "fp_1", "choices": [choice]}
     if usage is not None:
         c["choices"] = []
         c["usage"] = usage
