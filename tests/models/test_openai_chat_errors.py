@@ -229,3 +229,16 @@ async def test_timeout(wire: WireServer, make_model: Make) -> None:
     wire.queue(slow)
     with pytest.raises(ProviderTimeoutError):
         await call(make_model(timeout=0.1), "plain")
+
+
+async def test_a_failing_event_handler_raises_its_own_error(wire: WireServer, make_model: Make) -> None:
+    wire.queue(stream(chunk({"content": "Hi"}), chunk({}, "stop")), plain(completion({"content": "again"})))
+
+    def handler(event: object) -> None:
+        raise TypeError("handler bug")
+
+    model = make_model()
+    with pytest.raises(TypeError, match="handler bug"):
+        await model.respond(REQUEST, handler)
+    # the connection was released: the same model serves the next request
+    assert getattr(await model.respond(REQUEST), "text", None) == "again"

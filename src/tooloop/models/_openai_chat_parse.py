@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ModelResponseError, ProviderConnectionError, ProviderError
-from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
+from ..events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 
 __all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
@@ -172,6 +172,14 @@ def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
         raise ProviderError(f"{provider} returned an error: {message}", provider=provider, body=error)
 
 
+class _ListenerError(Exception):
+    """Carries an exception raised by the event handler through the chunk parser untouched."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Call:
     """A tool call being assembled from stream fragments."""
 
@@ -220,6 +228,8 @@ class ChatStreamReader:
         """Take one decoded chunk."""
         try:
             self._feed(chunk)
+        except _ListenerError as failure:  # the caller's handler failed: its own error, unchanged
+            raise failure.error from None
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise ModelResponseError(
                 f"{self._provider} streamed a chunk tooloop cannot read: {str(chunk)[:300]}", provider=self._provider
@@ -257,7 +267,7 @@ class ChatStreamReader:
         if reasoning:
             self._reasoning.append(reasoning)
             if self._on_event is not None:
-                self._on_event(ThinkingDelta(reasoning))
+                self._emit(ThinkingDelta(reasoning))
         legacy = delta.get("function_call")
         if legacy:
             self._add_call_fragment({"index": 0, "function": legacy})
@@ -273,7 +283,7 @@ class ChatStreamReader:
             self._held = content[-1]
             content = content[:-1]
         if content:
-            self._on_event(TextDelta(content))
+            self._emit(TextDelta(content))
 
     def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
         call_id = fragment.get("id") or None
@@ -293,7 +303,14 @@ class ChatStreamReader:
         elif arguments:
             call.args.append(arguments)
         if self._on_event is not None and (new_id or new_name or arguments):
-            self._on_event(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
+            self._emit(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
+
+    def _emit(self, event: ModelEvent) -> None:
+        assert self._on_event is not None
+        try:
+            self._on_event(event)
+        except Exception as exc:
+            raise _ListenerError(exc) from exc
 
     def _target(self, index: int | None, call_id: str | None, name: str | None) -> _Call:
         if index is not None:

@@ -169,7 +169,7 @@ class OpenAIChatModel:
         except openai.OpenAIError as exc:
             error = map_openai_error(exc, provider=self.provider, secret=self._secret)
             raise error from (None if self._secret and self._secret in str(exc) else exc)
-        except ValueError as exc:  # JSON the SDK could not decode
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body or chunk that is not JSON
             raise ModelResponseError(
                 f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
             ) from exc
