@@ -13,7 +13,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..errors import ContextLengthError, OutputValidationError, RunError, RunTimeoutError, ToolError, ToolloopError
+from ..errors import (
+    ApprovalMismatchError,
+    ContextLengthError,
+    OutputValidationError,
+    RunError,
+    RunTimeoutError,
+    ToolError,
+    ToolloopError,
+)
 from ..events import Event, MessageAdded, ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -298,9 +306,14 @@ class Run:
         if not self.config.rerun_interrupted:
             calls = [_interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
         slots = slots_from_messages(calls, self)
+        whole = self.transcript
         self.transcript = self.transcript[:start]
         self.start = min(self.start, start)
-        await self._settle(slots, deny_undecided=self._prompt is not None)
+        try:
+            await self._settle(slots, deny_undecided=self._prompt is not None)
+        except ApprovalMismatchError:
+            self.transcript = whole  # nothing ran: hand back the history still waiting for decisions
+            raise
 
     async def _turn(self) -> None:
         """One model request, then its tool calls."""
