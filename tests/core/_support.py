@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tooloop import Message, ToolCall, ToolCallMessage
 
@@ -31,3 +32,15 @@ def assert_valid(messages: Sequence[Message]) -> None:
 def call(name: str, arguments: object = None, id: str | None = None) -> ToolCall:
     """A tool call with a readable default id."""
     return ToolCall(id or f"id_{name}", name, {} if arguments is None else arguments)  # type: ignore[arg-type]
+
+
+def normalised(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with batch ids (random per run) replaced by their order of appearance."""
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, ToolCallMessage):
+            batch = names.setdefault(message.batch_id, f"batch-{len(names)}")
+            message = replace(message, batch_id=batch)
+        out.append(message)
+    return out
