@@ -176,3 +176,18 @@ async def test_allowed_tools_limit_what_is_offered() -> None:
     assert [t.name for t in model.requests[0].tools] == ["look"]
     assert result.tool_calls[0].status is ToolCallStatus.DENIED
     assert deleted == []
+
+
+async def test_approver_that_raises_keeps_the_calls_in_the_transcript() -> None:
+    def broken(request: ApprovalRequest) -> bool:
+        raise RuntimeError("approval service down")
+
+    model = ScriptedModel([_asks("a")])
+    with pytest.raises(Exception, match="approval service down") as caught:
+        await Agent(model, tools=[delete], approve=broken).run("go")
+    transcript = caught.value.transcript  # type: ignore[attr-defined]
+    assert deleted == []
+    assert [m.kind for m in transcript] == ["user", "tool_call"]
+    assert transcript[1].status is ToolCallStatus.CANCELLED
+    assert transcript[1].message == "cleaning up"
+    assert_valid(transcript)

@@ -152,3 +152,27 @@ async def test_plain_task_cancellation_propagates() -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, SAFETY)
     assert task.cancelled()
+
+
+async def test_cancel_while_an_approver_waits_keeps_the_call() -> None:
+    asked = asyncio.Event()
+
+    @tool(requires_approval=True)
+    def deploy() -> str:
+        raise AssertionError("must not run")
+
+    async def approver(request: object) -> bool:
+        asked.set()
+        await asyncio.Event().wait()
+        return True
+
+    token = CancelToken()
+    model = ScriptedModel([ModelResponse("deploying", [ToolCall("d", "deploy", {})])])
+    task = asyncio.create_task(Agent(model, tools=[deploy], approve=approver).run("go", cancel=token))
+    await asked.wait()
+    token.cancel()
+    result = await asyncio.wait_for(task, SAFETY)
+    assert result.stop_reason is StopReason.CANCELLED
+    (call,) = result.tool_calls
+    assert call.status is ToolCallStatus.CANCELLED and call.message == "deploying"
+    assert_valid(result.transcript)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import (
-    ApprovalMismatchError,
     ContextLengthError,
     OutputValidationError,
     RunError,
@@ -44,7 +43,16 @@ from .limits import Limits
 from .output import OutputSpec
 from .repair import INTERRUPTED, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
-from .toolphase import Approver, Slot, decide, run_batch, slots_from_messages, slots_from_response
+from .toolphase import (
+    Approver,
+    Slot,
+    cancel_unfinished,
+    check_decisions,
+    decide,
+    run_batch,
+    slots_from_messages,
+    slots_from_response,
+)
 
 __all__ = ["ContextShaper", "Journal", "Run", "RunConfig"]
 
@@ -306,14 +314,10 @@ class Run:
         if not self.config.rerun_interrupted:
             calls = [_interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
         slots = slots_from_messages(calls, self)
-        whole = self.transcript
+        check_decisions(slots, self.decisions)  # before the batch leaves the transcript
         self.transcript = self.transcript[:start]
         self.start = min(self.start, start)
-        try:
-            await self._settle(slots, deny_undecided=self._prompt is not None)
-        except ApprovalMismatchError:
-            self.transcript = whole  # nothing ran: hand back the history still waiting for decisions
-            raise
+        await self._settle(slots, deny_undecided=self._prompt is not None)
 
     async def _turn(self) -> None:
         """One model request, then its tool calls."""
@@ -436,14 +440,16 @@ class Run:
     async def _settle(self, slots: list[Slot], *, deny_undecided: bool = False) -> None:
         """Decide approvals, run what may run, and record the batch (also when interrupted)."""
         self._batch = slots
-        waiting = await decide(slots, self, deny_undecided=deny_undecided)
-        if self.journal is not None:
-            started = [s.template for s in slots if s.outcome is None]
-            if started:
-                await self.journal.record(started)
         try:
+            waiting = await decide(slots, self, deny_undecided=deny_undecided)
+            if self.journal is not None:
+                started = [s.template for s in slots if s.outcome is None]
+                if started:
+                    await self.journal.record(started)
             await run_batch(slots, self)
         finally:
+            # interrupted while deciding: the calls are kept, marked as not run
+            cancel_unfinished(slots, "the run stopped before this call ran")
             self._append([s.outcome for s in slots if s.outcome is not None])
             self._batch = []
         await self._flush()
