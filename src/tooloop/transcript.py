@@ -205,45 +205,53 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage | UserMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
-        data: dict[str, Any] = {"kind": "assistant", "text": message.text}
-        if message.thinking:
-            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
-        if message.refusal is not None:
-            data["refusal"] = message.refusal
-        if message.stop_reason is not StopReason.END_TURN:
-            data["stop_reason"] = message.stop_reason.value
-        if message.model is not None:
-            data["model"] = message.model
-        if message.provider_data:
-            data["provider_data"] = to_jsonable(message.provider_data)
-        return data
+        return _assistant_to_dict(message)
     if isinstance(message, ToolCallMessage):
-        data = {
-            "kind": "tool_call",
-            "tool_name": message.tool_name,
-            "tool_call_id": message.tool_call_id,
-            "arguments": to_jsonable(message.arguments),
-            "status": message.status.value,
-            "content": message.content,
-            "batch_id": message.batch_id,
-        }
-        if message.result is not None:
-            data["result"] = to_jsonable(message.result)
-        if message.error is not None or message.error_type is not None:
-            data["error"] = {
-                "type": message.error_type,
-                "message": str(message.error) if message.error is not None else message.content,
-            }
-        if message.message:
-            data["message"] = message.message
-        if message.raw_arguments is not None:
-            data["raw_arguments"] = message.raw_arguments
-        if message.thinking:
-            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
-        if message.provider_data:
-            data["provider_data"] = to_jsonable(message.provider_data)
-        return data
+        return _tool_call_to_dict(message)
     raise TypeError(f"not a tooloop message: {message!r}")
+
+
+def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": "assistant", "text": message.text}
+    if message.thinking:
+        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+    if message.refusal is not None:
+        data["refusal"] = message.refusal
+    if message.stop_reason is not StopReason.END_TURN:
+        data["stop_reason"] = message.stop_reason.value
+    if message.model is not None:
+        data["model"] = message.model
+    if message.provider_data:
+        data["provider_data"] = to_jsonable(message.provider_data)
+    return data
+
+
+def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "kind": "tool_call",
+        "tool_name": message.tool_name,
+        "tool_call_id": message.tool_call_id,
+        "arguments": to_jsonable(message.arguments),
+        "status": message.status.value,
+        "content": message.content,
+        "batch_id": message.batch_id,
+    }
+    if message.result is not None:
+        data["result"] = to_jsonable(message.result)
+    if message.error is not None or message.error_type is not None:
+        data["error"] = {
+            "type": message.error_type,
+            "message": str(message.error) if message.error is not None else message.content,
+        }
+    if message.message:
+        data["message"] = message.message
+    if message.raw_arguments is not None:
+        data["raw_arguments"] = message.raw_arguments
+    if message.thinking:
+        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+    if message.provider_data:
+        data["provider_data"] = to_jsonable(message.provider_data)
+    return data
 
 
 def message_from_dict(data: Mapping[str, Any]) -> Message:

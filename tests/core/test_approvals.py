@@ -46,9 +46,7 @@ def _reset() -> None:
 
 
 def _asks(*paths: str) -> ModelResponse:
-    return ModelResponse(
-        "cleaning up", [ToolCall(f"d{i}", "delete", {"path": p}) for i, p in enumerate(paths)]
-    )
+    return ModelResponse("cleaning up", [ToolCall(f"d{i}", "delete", {"path": p}) for i, p in enumerate(paths)])
 
 
 async def test_approver_allows() -> None:
@@ -90,7 +88,12 @@ async def test_approver_edits_arguments() -> None:
 
 
 async def test_without_approver_the_run_pauses_and_resumes_later() -> None:
-    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("d0", "delete", {"path": "a"}), ToolCall("l", "look", {"path": "b"})]), "all done"])
+    model = ScriptedModel(
+        [
+            ModelResponse(tool_calls=[ToolCall("d0", "delete", {"path": "a"}), ToolCall("l", "look", {"path": "b"})]),
+            "all done",
+        ]
+    )
     agent = Agent(model, tools=[delete, look])
     paused = await agent.run("clean")
     assert paused.stop_reason is StopReason.APPROVAL_REQUIRED

@@ -127,8 +127,12 @@ async def test_a_failing_call_does_not_stop_the_others() -> None:
 async def test_history_with_unfinished_call_in_the_middle_is_repaired_before_sending() -> None:
     history = [
         UserMessage("first"),
-        ToolCallMessage(tool_name="divide", tool_call_id="s", arguments={"a": 1, "b": 1}, status=ToolCallStatus.STARTED),
-        ToolCallMessage(tool_name="divide", tool_call_id="p", arguments={"a": 1, "b": 1}, status=ToolCallStatus.PENDING),
+        ToolCallMessage(
+            tool_name="divide", tool_call_id="s", arguments={"a": 1, "b": 1}, status=ToolCallStatus.STARTED
+        ),
+        ToolCallMessage(
+            tool_name="divide", tool_call_id="p", arguments={"a": 1, "b": 1}, status=ToolCallStatus.PENDING
+        ),
         AssistantMessage("ok"),
     ]
     model = ScriptedModel(["fine"])

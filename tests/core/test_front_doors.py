@@ -37,7 +37,9 @@ async def square(n: int) -> int:
 
 def _agent() -> Agent:
     script = [
-        ModelResponse("Squaring.", [ToolCall("a", "square", {"n": 3}), ToolCall("b", "square", {"n": 4})], usage=Usage(10, 4)),
+        ModelResponse(
+            "Squaring.", [ToolCall("a", "square", {"n": 3}), ToolCall("b", "square", {"n": 4})], usage=Usage(10, 4)
+        ),
         ModelResponse(LONG, usage=Usage(20, 15)),
     ]
     return Agent(ScriptedModel(script), tools=[square])
@@ -50,7 +52,7 @@ def test_run_sync() -> None:
 
 
 async def test_run_sync_inside_a_running_loop_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="await agent.run"):
+    with pytest.raises(ConfigurationError, match=r"await agent\.run"):
         _agent().run_sync("go")
 
 
@@ -92,7 +94,9 @@ async def test_conversation_yields_a_tool_call_only_after_it_ran() -> None:
         ran.set()
         return "ok"
 
-    conversation = Agent(ScriptedModel([ModelResponse(tool_calls=[ToolCall("m", "mark", {})]), "done"]), tools=[mark]).conversation("go")
+    conversation = Agent(
+        ScriptedModel([ModelResponse(tool_calls=[ToolCall("m", "mark", {})]), "done"]), tools=[mark]
+    ).conversation("go")
     async for message in conversation:
         if isinstance(message, ToolCallMessage):
             assert ran.is_set() and message.ok

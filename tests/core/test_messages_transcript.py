@@ -134,7 +134,7 @@ def test_plus_returns_new_transcript_and_branches_are_independent() -> None:
     base = Transcript([UserMessage("q")])
     left = base + AssistantMessage("left")
     right = base + AssistantMessage("right")
-    longer = left + [UserMessage("more"), AssistantMessage("again")]
+    longer = left + [UserMessage("more"), AssistantMessage("again")]  # noqa: RUF005 (Transcript.__add__)
     assert list(base) == [UserMessage("q")]
     assert list(left) == [UserMessage("q"), AssistantMessage("left")]
     assert list(right) == [UserMessage("q"), AssistantMessage("right")]

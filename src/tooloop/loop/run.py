@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -167,7 +167,7 @@ class Run:
 
     # ------------------------------------------------------------------ driving
 
-    async def messages(self) -> AsyncIterator[Message]:
+    async def messages(self) -> AsyncGenerator[Message, None]:
         """Advance the run, yielding each message as it is appended."""
         if self.limits.timeout is not None:
             self._deadline = asyncio.get_running_loop().time() + self.limits.timeout
