@@ -176,3 +176,31 @@ async def test_cancel_while_an_approver_waits_keeps_the_call() -> None:
     (call,) = result.tool_calls
     assert call.status is ToolCallStatus.CANCELLED and call.message == "deploying"
     assert_valid(result.transcript)
+
+
+async def test_one_token_cancels_every_run_it_was_given_to() -> None:
+    token = CancelToken()
+    first_started, second_started = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(_hang_agent(first_started).run("one", cancel=token))
+    second = asyncio.create_task(_hang_agent(second_started).run("two", cancel=token))
+    await first_started.wait()
+    await second_started.wait()
+    token.cancel()
+    results = await asyncio.wait_for(asyncio.gather(first, second), SAFETY)
+    assert [r.stop_reason for r in results] == [StopReason.CANCELLED] * 2
+    for result in results:
+        assert_valid(result.transcript)
+
+
+async def test_continue_after_a_cancelled_run() -> None:
+    started = asyncio.Event()
+    agent = _hang_agent(started)
+    token = CancelToken()
+    task = asyncio.create_task(agent.run("go", cancel=token))
+    await started.wait()
+    token.cancel()
+    cancelled = await asyncio.wait_for(task, SAFETY)
+    result = await agent.run("are you there?", history=cancelled.transcript)
+    assert result.text == "never asked"
+    assert result.stop_reason is StopReason.END_TURN
+    assert_valid(result.transcript)

@@ -209,7 +209,7 @@ class Run:
             error = RunError(f"the run failed: {exc!r}")
             error.__cause__ = exc
         finally:
-            self.token._detach()
+            self.token._detach(task)
         if error is not None:
             self._close_partial()
             await self._flush(quiet=True)
