@@ -110,3 +110,25 @@ async def test_max_concurrency_caps_a_tool() -> None:
     result = await agent.run("go")
     assert peak == 1
     assert [c.result for c in result.tool_calls] == [0, 10, 20, 30, 9]
+
+
+async def test_max_concurrency_holds_across_runs() -> None:
+    running = 0
+    peak = 0
+
+    @tool(max_concurrency=2)
+    async def shared(i: int) -> int:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        running -= 1
+        return i
+
+    def agent() -> Agent:
+        return Agent(ScriptedModel([_batch("shared", 3), "ok"]), tools=[shared])
+
+    results = await asyncio.gather(agent().run("a"), agent().run("b"), agent().run("c"))
+    assert peak == 2
+    assert all([c.result for c in r.tool_calls] == [0, 1, 2] for r in results)

@@ -263,3 +263,29 @@ def test_json_round_trip_property(transcript: Transcript) -> None:
             assert after.error_type == before.error_type
             if before.error is not None:
                 assert str(after.error) == str(before.error)
+
+
+_fields = st.sampled_from(
+    ["text", "tool_name", "tool_call_id", "status", "error", "thinking", "arguments", "provider_data", "stop_reason"]
+)
+_junk = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_fields | st.just("type"), inner, max_size=4),
+    max_leaves=12,
+)
+_junk_message = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["system", "user", "assistant", "tool_call", "robot"])},
+    optional={"text": _junk, "tool_name": _junk, "tool_call_id": _junk, "status": _junk, "error": _junk,
+              "thinking": _junk, "arguments": _junk, "provider_data": _junk, "stop_reason": _junk},
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_junk_message | _junk, max_size=3), st.none() | _junk)
+def test_from_json_of_any_json_reads_or_raises_corrupt_data(messages: list[object], version: object) -> None:
+    data = {"messages": messages} if version is None else {"messages": messages, "version": version}
+    try:
+        transcript = Transcript.from_json(json.dumps(data))
+    except CorruptDataError:
+        return
+    assert len(transcript) == len(messages)
