@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tooloop import (
     Agent,
     AssistantMessage,
@@ -9,6 +11,7 @@ from tooloop import (
     ModelResponse,
     StopReason,
     SystemMessage,
+    ThinkingPart,
     ToolCall,
     ToolCallMessage,
     Usage,
@@ -111,3 +114,36 @@ async def test_run_turns_sums_usage_and_spans_all_turns() -> None:
     assert [m.kind for m in result.new_messages] == ["user", "assistant", "user", "assistant"]
     assert result.usage == Usage(3, 3, requests=2)
     assert [m.text for m in model.requests[1].messages if isinstance(m, UserMessage)] == ["a", "b"]
+
+
+async def test_answer_cut_off_or_refused_says_so_in_the_stop_reason() -> None:
+    cut = await Agent(ScriptedModel([ModelResponse("half an ans", stop_reason=StopReason.MAX_TOKENS)])).run("go")
+    assert cut.stop_reason is StopReason.MAX_TOKENS
+    assert cut.text == "half an ans"
+    refused = await Agent(ScriptedModel([ModelResponse(refusal="I can't help with that")])).run("go")
+    assert refused.stop_reason is StopReason.REFUSAL
+    assert refused.final_message is not None and refused.final_message.refusal == "I can't help with that"
+
+
+async def test_thinking_and_provider_data_stay_on_the_first_call_of_a_batch() -> None:
+    response = ModelResponse(
+        "",
+        [ToolCall("a", "add", {"a": 1, "b": 1}, provider_data={"sig": "A"}), ToolCall("b", "add", {"a": 2, "b": 2})],
+        thinking=(ThinkingPart("let me think", signature="s1"),),
+        provider_data={"response_id": "r1"},
+    )
+    result = await Agent(ScriptedModel([response, "ok"]), tools=[add]).run("go")
+    first, second = result.tool_calls
+    assert first.thinking == (ThinkingPart("let me think", signature="s1"),)
+    assert first.provider_data == {"response_id": "r1", "sig": "A"}
+    assert second.thinking == () and second.provider_data == {}
+
+
+async def test_one_agent_serves_concurrent_runs() -> None:
+    def echo_prompt(request: ModelRequest) -> str:
+        user = [m for m in request.messages if isinstance(m, UserMessage)][-1]
+        return f"echo {user.text}"
+
+    agent = Agent(FunctionModel(echo_prompt))
+    results = await asyncio.gather(*(agent.run(str(i)) for i in range(5)))
+    assert [r.text for r in results] == [f"echo {i}" for i in range(5)]
