@@ -289,3 +289,8 @@ def test_from_json_of_any_json_reads_or_raises_corrupt_data(messages: list[objec
     except CorruptDataError:
         return
     assert len(transcript) == len(messages)
+
+
+def test_from_json_refuses_non_string_text_instead_of_inventing_it() -> None:
+    with pytest.raises(CorruptDataError, match="message 0"):
+        Transcript.from_json('{"version": 1, "messages": [{"kind": "user", "text": null}]}')
