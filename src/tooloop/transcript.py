@@ -193,7 +193,7 @@ def _thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
 
 def _thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
     return ThinkingPart(
-        text=str(data["text"]),
+        text=_text(data, "text"),
         signature=data.get("signature"),
         redacted=bool(data.get("redacted", False)),
         provider=data.get("provider"),
@@ -205,57 +205,73 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage | UserMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
-        data: dict[str, Any] = {"kind": "assistant", "text": message.text}
-        if message.thinking:
-            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
-        if message.refusal is not None:
-            data["refusal"] = message.refusal
-        if message.stop_reason is not StopReason.END_TURN:
-            data["stop_reason"] = message.stop_reason.value
-        if message.model is not None:
-            data["model"] = message.model
-        if message.provider_data:
-            data["provider_data"] = to_jsonable(message.provider_data)
-        return data
+        return _assistant_to_dict(message)
     if isinstance(message, ToolCallMessage):
-        data = {
-            "kind": "tool_call",
-            "tool_name": message.tool_name,
-            "tool_call_id": message.tool_call_id,
-            "arguments": to_jsonable(message.arguments),
-            "status": message.status.value,
-            "content": message.content,
-            "batch_id": message.batch_id,
-        }
-        if message.result is not None:
-            data["result"] = to_jsonable(message.result)
-        if message.error is not None or message.error_type is not None:
-            data["error"] = {
-                "type": message.error_type,
-                "message": str(message.error) if message.error is not None else message.content,
-            }
-        if message.message:
-            data["message"] = message.message
-        if message.raw_arguments is not None:
-            data["raw_arguments"] = message.raw_arguments
-        if message.thinking:
-            data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
-        if message.provider_data:
-            data["provider_data"] = to_jsonable(message.provider_data)
-        return data
+        return _tool_call_to_dict(message)
     raise TypeError(f"not a tooloop message: {message!r}")
+
+
+def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": "assistant", "text": message.text}
+    if message.thinking:
+        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+    if message.refusal is not None:
+        data["refusal"] = message.refusal
+    if message.stop_reason is not StopReason.END_TURN:
+        data["stop_reason"] = message.stop_reason.value
+    if message.model is not None:
+        data["model"] = message.model
+    if message.provider_data:
+        data["provider_data"] = to_jsonable(message.provider_data)
+    return data
+
+
+def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "kind": "tool_call",
+        "tool_name": message.tool_name,
+        "tool_call_id": message.tool_call_id,
+        "arguments": to_jsonable(message.arguments),
+        "status": message.status.value,
+        "content": message.content,
+        "batch_id": message.batch_id,
+    }
+    if message.result is not None:
+        data["result"] = to_jsonable(message.result)
+    if message.error is not None or message.error_type is not None:
+        data["error"] = {
+            "type": message.error_type,
+            "message": str(message.error) if message.error is not None else message.content,
+        }
+    if message.message:
+        data["message"] = message.message
+    if message.raw_arguments is not None:
+        data["raw_arguments"] = message.raw_arguments
+    if message.thinking:
+        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+    if message.provider_data:
+        data["provider_data"] = to_jsonable(message.provider_data)
+    return data
+
+
+def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    """A string field; a missing required one or a non-string is corrupt data, never ``"None"``."""
+    value = data[key] if default is None else data.get(key, default)
+    if not isinstance(value, str):
+        raise TypeError(f"field {key!r} must be a string, got {value!r}")
+    return value
 
 
 def message_from_dict(data: Mapping[str, Any]) -> Message:
     """Read one message written by :func:`message_to_dict`."""
     kind = data["kind"]
     if kind == "system":
-        return SystemMessage(str(data["text"]))
+        return SystemMessage(_text(data, "text"))
     if kind == "user":
-        return UserMessage(str(data["text"]))
+        return UserMessage(_text(data, "text"))
     if kind == "assistant":
         return AssistantMessage(
-            str(data.get("text", "")),
+            _text(data, "text", ""),
             thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
             refusal=data.get("refusal"),
             stop_reason=StopReason(data.get("stop_reason", StopReason.END_TURN)),
@@ -273,16 +289,16 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         if not isinstance(arguments, Mapping):
             raise TypeError("tool call arguments must be an object")
         return ToolCallMessage(
-            tool_name=str(data["tool_name"]),
-            tool_call_id=str(data["tool_call_id"]),
+            tool_name=_text(data, "tool_name"),
+            tool_call_id=_text(data, "tool_call_id"),
             arguments=dict(arguments),
             result=data.get("result"),
             error=error,
             error_type=error_type,
-            message=str(data.get("message", "")),
+            message=_text(data, "message", ""),
             status=ToolCallStatus(data.get("status", ToolCallStatus.OK)),
-            content=str(data.get("content", "")),
-            batch_id=str(data.get("batch_id", "")),
+            content=_text(data, "content", ""),
+            batch_id=_text(data, "batch_id", ""),
             raw_arguments=data.get("raw_arguments"),
             thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
             provider_data=dict(data.get("provider_data", {})),

@@ -16,13 +16,13 @@ class CancelToken:
     run ends with ``StopReason.CANCELLED`` and a transcript valid for any provider.
     """
 
-    __slots__ = ("_cancelled", "_lock", "_loop", "_reason", "_task")
+    __slots__ = ("_cancelled", "_lock", "_reason", "_tasks")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: str | None = None
-        self._task: asyncio.Task[object] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # one token may be passed to several runs at once: every task driving one is interrupted
+        self._tasks: set[asyncio.Task[object]] = set()
         self._lock = threading.Lock()
 
     @property
@@ -42,25 +42,30 @@ class CancelToken:
                 return
             self._cancelled = True
             self._reason = reason
-            task, loop = self._task, self._loop
-        if task is None or loop is None or task.done():
-            return
+            tasks = list(self._tasks)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:
-            task.cancel()
-        else:
-            loop.call_soon_threadsafe(task.cancel)
+        for task in tasks:
+            if task.done():
+                continue
+            loop = task.get_loop()
+            if running is loop:
+                task.cancel()
+            else:
+                loop.call_soon_threadsafe(task.cancel)
 
     def _attach(self, task: asyncio.Task[object] | None) -> None:
-        """Point the token at the task now driving the run (the loop calls this)."""
-        with self._lock:
-            self._task = task
-            self._loop = task.get_loop() if task is not None else None
+        """Register the task now driving a run (the loop calls this around each step)."""
+        if task is not None:
+            with self._lock:
+                self._tasks.add(task)
+                late = self._cancelled  # cancelled from another thread just before the step began
+            if late:
+                task.cancel()
 
-    def _detach(self) -> None:
-        with self._lock:
-            self._task = None
-            self._loop = None
+    def _detach(self, task: asyncio.Task[object] | None) -> None:
+        if task is not None:
+            with self._lock:
+                self._tasks.discard(task)

@@ -66,7 +66,7 @@ class StepContext:
     result: ToolCallMessage | None = None
 
 
-Hook: TypeAlias = Callable[[StepContext], "LoopControl | None | Awaitable[LoopControl | None]"]
+Hook: TypeAlias = Callable[[StepContext], "LoopControl | Awaitable[LoopControl | None] | None"]
 """A sync or async function of a :class:`StepContext` returning a :class:`LoopControl` or None."""
 
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..errors import ContextLengthError, OutputValidationError, RunError, RunTimeoutError, ToolError, ToolloopError
+from ..errors import (
+    ContextLengthError,
+    OutputValidationError,
+    RunError,
+    RunTimeoutError,
+    ToolError,
+    ToolloopError,
+)
 from ..events import Event, MessageAdded, ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -36,7 +43,16 @@ from .limits import Limits
 from .output import OutputSpec
 from .repair import INTERRUPTED, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
-from .toolphase import Approver, Slot, decide, run_batch, slots_from_messages, slots_from_response
+from .toolphase import (
+    Approver,
+    Slot,
+    cancel_unfinished,
+    check_decisions,
+    decide,
+    run_batch,
+    slots_from_messages,
+    slots_from_response,
+)
 
 __all__ = ["ContextShaper", "Journal", "Run", "RunConfig", "SessionSource"]
 
@@ -168,7 +184,7 @@ class Run:
 
     # ------------------------------------------------------------------ driving
 
-    async def messages(self) -> AsyncIterator[Message]:
+    async def messages(self) -> AsyncGenerator[Message, None]:
         """Advance the run, yielding each message as it is appended."""
         if self._session is None:
             async for message in self._advance():
@@ -223,7 +239,7 @@ class Run:
             error = RunError(f"the run failed: {exc!r}")
             error.__cause__ = exc
         finally:
-            self.token._detach()
+            self.token._detach(task)
         if error is not None:
             self._close_partial()
             await self._flush(quiet=True)
@@ -333,6 +349,7 @@ class Run:
         if not self.config.rerun_interrupted:
             calls = [_interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
         slots = slots_from_messages(calls, self)
+        check_decisions(slots, self.decisions)  # before the batch leaves the transcript
         self.transcript = self.transcript[:start]
         self.start = min(self.start, start)
         await self._settle(slots, deny_undecided=self._prompt is not None)
@@ -458,14 +475,16 @@ class Run:
     async def _settle(self, slots: list[Slot], *, deny_undecided: bool = False) -> None:
         """Decide approvals, run what may run, and record the batch (also when interrupted)."""
         self._batch = slots
-        waiting = await decide(slots, self, deny_undecided=deny_undecided)
-        if self.journal is not None:
-            started = [s.template for s in slots if s.outcome is None]
-            if started:
-                await self.journal.record(started)
         try:
+            waiting = await decide(slots, self, deny_undecided=deny_undecided)
+            if self.journal is not None:
+                started = [s.template for s in slots if s.outcome is None]
+                if started:
+                    await self.journal.record(started)
             await run_batch(slots, self)
         finally:
+            # interrupted while deciding: the calls are kept, marked as not run
+            cancel_unfinished(slots, "the run stopped before this call ran")
             self._append([s.outcome for s in slots if s.outcome is not None])
             self._batch = []
         await self._flush()

@@ -27,7 +27,16 @@ from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["Approver", "Slot", "run_batch", "slots_from_messages", "slots_from_response"]
+__all__ = [
+    "Approver",
+    "Slot",
+    "cancel_unfinished",
+    "check_decisions",
+    "decide",
+    "run_batch",
+    "slots_from_messages",
+    "slots_from_response",
+]
 
 Approver: TypeAlias = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
 """Decides on a call that needs approval: True/False, or a decision (which may edit arguments)."""
@@ -155,9 +164,8 @@ async def decide(slots: Sequence[Slot], run: Run, *, deny_undecided: bool = Fals
     for slot in slots:
         if slot.outcome is not None or slot.tool is None or not slot.tool.requires_approval:
             continue
-        template = slot.template
-        request = ApprovalRequest(template.tool_call_id, template.tool_name, dict(template.arguments))
-        decision = run.decisions.get(template.tool_call_id)
+        request = _request(slot.template)
+        decision = run.decisions.get(slot.template.tool_call_id)
         if decision is None and run.approver is not None:
             run.emit(ApprovalRequested(request))
             decision = await _ask(run.approver, request)
@@ -166,7 +174,7 @@ async def decide(slots: Sequence[Slot], run: Run, *, deny_undecided: bool = Fals
             slot.finish(ToolCallStatus.DENIED, error=error, limit=None)
             continue
         if decision is None:
-            slot.outcome = replace(template, status=ToolCallStatus.PENDING, content=AWAITING)
+            slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
             waiting.append(request)
             continue
         _apply(slot, request, decision)
@@ -184,13 +192,29 @@ async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision
     raise TypeError(f"an approver must return bool or ApprovalDecision, got {answer!r}")
 
 
-def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision]) -> None:
+    """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call."""
+    for slot in slots:
+        decision = decisions.get(slot.template.tool_call_id)
+        if decision is not None and slot.outcome is None and slot.tool is not None and slot.tool.requires_approval:
+            _verify(_request(slot.template), decision)
+
+
+def _request(template: ToolCallMessage) -> ApprovalRequest:
+    return ApprovalRequest(template.tool_call_id, template.tool_name, dict(template.arguments))
+
+
+def _verify(request: ApprovalRequest, decision: ApprovalDecision) -> None:
     expected = arguments_digest(request.tool_call_id, request.tool_name, request.arguments)
     if decision.tool_call_id != request.tool_call_id or decision.digest != expected:
         raise ApprovalMismatchError(
             f"the decision for call {decision.tool_call_id!r} does not match call {request.tool_call_id!r} "
             f"of {request.tool_name!r} with the arguments under review; nothing was run"
         )
+
+
+def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+    _verify(request, decision)
     if not decision.approved:
         message = decision.message or f"the user denied this call to {request.tool_name!r}"
         slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message), limit=None)
@@ -214,11 +238,15 @@ async def run_batch(slots: Sequence[Slot], run: Run) -> None:
     try:
         await run_concurrently(ready, lambda slot: _run_one(slot, run), _is_sequential)
     except asyncio.CancelledError:
-        reason = "the run was cancelled" if run.token.cancelled else "the run was interrupted"
-        for slot in ready:
-            if slot.outcome is None:
-                slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError(reason), limit=None)
+        cancel_unfinished(ready, "the run was cancelled" if run.token.cancelled else "the run was interrupted")
         raise
+
+
+def cancel_unfinished(slots: Sequence[Slot], reason: str) -> None:
+    """Give every slot still without an outcome a cancelled result saying ``reason``."""
+    for slot in slots:
+        if slot.outcome is None:
+            slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError(reason), limit=None)
 
 
 def _is_sequential(slot: Slot) -> bool:

@@ -133,10 +133,10 @@ def _tools_then_summary(request: ModelRequest) -> ModelResponse:
     results = [m for m in request.messages if getattr(m, "kind", "") == "tool_call"]
     last_user = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
     if request.tools and not results and request.tool_choice != "none":
-        calls = [
+        calls = tuple(
             ToolCall(f"call_{i}", tool.name, _sample(dict(tool.parameters)) or {})
             for i, tool in enumerate(request.tools)
-        ]
+        )
         return ModelResponse(tool_calls=calls)
     summary = "; ".join(f"{m.tool_name} -> {m.content}" for m in results)  # type: ignore[union-attr]
     prompt = last_user.text if last_user is not None else ""

@@ -48,23 +48,23 @@ async def _together(group: Sequence[T], run_one: Callable[[T], Awaitable[None]])
                 task.cancel()
 
 
-async def invoke(tool: Tool, kwargs: dict[str, Any], context: ToolContext, timeout: float | None) -> Any:
-    """Call ``tool`` respecting its concurrency cap and ``timeout`` (seconds)."""
+async def invoke(tool: Tool, kwargs: dict[str, Any], context: ToolContext, seconds: float | None) -> Any:
+    """Call ``tool`` respecting its concurrency cap, giving up after ``seconds`` (None: no limit)."""
     semaphore = tool.semaphore()
     if semaphore is None:
-        return await _timed(tool, kwargs, context, timeout)
+        return await _timed(tool, kwargs, context, seconds)
     async with semaphore:
-        return await _timed(tool, kwargs, context, timeout)
+        return await _timed(tool, kwargs, context, seconds)
 
 
-async def _timed(tool: Tool, kwargs: dict[str, Any], context: ToolContext, timeout: float | None) -> Any:
-    if timeout is None:
+async def _timed(tool: Tool, kwargs: dict[str, Any], context: ToolContext, seconds: float | None) -> Any:
+    if seconds is None:
         return await tool.call(kwargs, context)
-    scope = asyncio.timeout(timeout)
+    scope = asyncio.timeout(seconds)
     try:
         async with scope:
             return await tool.call(kwargs, context)
     except TimeoutError:
         if scope.expired():
-            raise ToolTimeoutError(f"tool {tool.name!r} did not finish within {timeout:g} seconds") from None
+            raise ToolTimeoutError(f"tool {tool.name!r} did not finish within {seconds:g} seconds") from None
         raise

@@ -63,6 +63,9 @@ def _field(param: inspect.Parameter, annotation: Any, doc_text: str | None) -> t
             others = [e for e in extras if not isinstance(e, str)]
             annotation = typing.Annotated[(base, *others)] if others else base
     default = ... if param.default is inspect.Parameter.empty else param.default
+    if description is None:
+        # an explicit description=None would override one given in Annotated[..., Field(...)]
+        return annotation, Field(default)
     return annotation, Field(default, description=description)
 
 

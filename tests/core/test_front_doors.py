@@ -1,0 +1,166 @@
+"""Three front doors onto one loop: run(), conversation() and stream() agree with each other."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tooloop import (
+    Agent,
+    AssistantMessage,
+    ConfigurationError,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    ModelResponse,
+    RunFinished,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallMessage,
+    ToolCallStarted,
+    Usage,
+    UserMessage,
+    tool,
+)
+from tooloop.testing import ScriptedModel
+
+from ._support import normalised
+
+LONG = "The answer is forty-two, and here is a long explanation of why that is so."
+
+
+@tool
+async def square(n: int) -> int:
+    return n * n
+
+
+def _agent() -> Agent:
+    script = [
+        ModelResponse(
+            "Squaring.", [ToolCall("a", "square", {"n": 3}), ToolCall("b", "square", {"n": 4})], usage=Usage(10, 4)
+        ),
+        ModelResponse(LONG, usage=Usage(20, 15)),
+    ]
+    return Agent(ScriptedModel(script), tools=[square])
+
+
+def test_run_sync() -> None:
+    result = _agent().run_sync("go")
+    assert result.text == LONG
+    assert [c.result for c in result.tool_calls] == [9, 16]
+
+
+async def test_run_sync_inside_a_running_loop_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"await agent\.run"):
+        _agent().run_sync("go")
+
+
+async def test_conversation_yields_each_message_and_ends_with_the_result() -> None:
+    expected = await _agent().run("go")
+    conversation = _agent().conversation("go")
+    assert conversation.result is None
+    first = await conversation.__anext__()
+    assert first == UserMessage("go")
+    second = await conversation.__anext__()
+    assert isinstance(second, ToolCallMessage) and second.tool_call_id == "a" and second.result == 9
+    rest = [m async for m in conversation]
+    assert isinstance(rest[0], ToolCallMessage) and rest[0].tool_call_id == "b"
+    assert rest[-1] == AssistantMessage(LONG)
+    with pytest.raises(StopAsyncIteration):
+        await conversation.__anext__()
+    result = conversation.result
+    assert result is not None
+    assert [first, second, *rest] == list(result.new_messages)
+    assert normalised(result.transcript) == normalised(expected.transcript)
+    assert result.usage == expected.usage
+    assert result.stop_reason is expected.stop_reason
+
+
+async def test_conversation_runs_only_while_iterated() -> None:
+    model = ScriptedModel(["one"])
+    conversation = Agent(model).conversation("go")
+    assert await conversation.__anext__() == UserMessage("go")
+    assert model.requests == []
+    await conversation.aclose()
+    assert model.requests == []
+
+
+async def test_conversation_yields_a_tool_call_only_after_it_ran() -> None:
+    ran = asyncio.Event()
+
+    @tool
+    async def mark() -> str:
+        ran.set()
+        return "ok"
+
+    conversation = Agent(
+        ScriptedModel([ModelResponse(tool_calls=[ToolCall("m", "mark", {})]), "done"]), tools=[mark]
+    ).conversation("go")
+    async for message in conversation:
+        if isinstance(message, ToolCallMessage):
+            assert ran.is_set() and message.ok
+
+
+async def test_stream_events() -> None:
+    expected = await _agent().run("go")
+    events = [e async for e in _agent().stream("go")]
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["message_added", "model_request_started"]
+    assert kinds[-1] == "run_finished"
+
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert "".join(deltas) == "Squaring." + LONG
+    second_request = kinds.index("model_request_started", 2)
+    answer_deltas = [e.text for e in events[second_request:] if isinstance(e, TextDelta)]
+    assert len(answer_deltas) > 3
+    assert "".join(answer_deltas) == LONG
+
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted((e.tool_call_id, dict(e.arguments)["n"]) for e in started) == [("a", 3), ("b", 4)]
+    assert sorted(e.message.result for e in finished) == [9, 16]
+    for e in finished:
+        assert kinds.index("tool_call_finished") > kinds.index("tool_call_started")
+        assert e.message.ok
+
+    requests = [e for e in events if isinstance(e, ModelRequestStarted)]
+    responses = [e for e in events if isinstance(e, ModelRequestFinished)]
+    assert [e.iteration for e in requests] == [1, 2]
+    assert [e.usage for e in responses] == [Usage(10, 4, requests=1), Usage(30, 19, requests=2, tool_calls=2)]
+    assert responses[1].response.text == LONG
+
+    last = events[-1]
+    assert isinstance(last, RunFinished)
+    assert normalised(last.result.transcript) == normalised(expected.transcript)
+    assert last.result.usage == expected.usage
+    assert last.result.text == LONG
+
+
+async def test_stream_errors_are_raised_to_the_consumer() -> None:
+    model = ScriptedModel([RuntimeError("model exploded")])
+    with pytest.raises(Exception, match="model exploded") as caught:
+        async for _ in Agent(model).stream("go"):
+            pass
+    assert getattr(caught.value, "transcript", None) is not None
+
+
+async def test_stream_closed_early_stops_the_run() -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return ""
+
+    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("h", "hang", {})]), "never"])
+    async with Agent(model, tools=[hang]).stream("go") as stream:
+        async for event in stream:
+            if isinstance(event, ToolCallStarted):
+                break
+    await asyncio.wait_for(started.wait(), 10)
+    assert len(model.requests) == 1
+    result = stream.result
+    assert result is not None and result.stop_reason == "cancelled"
+    assert result.tool_calls[0].status == "cancelled"
