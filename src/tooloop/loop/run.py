@@ -198,7 +198,7 @@ class Run:
         finally:
             await self._session.close()
 
-    async def _advance(self) -> AsyncIterator[Message]:
+    async def _advance(self) -> AsyncGenerator[Message, None]:
         if self.limits.timeout is not None:
             self._deadline = asyncio.get_running_loop().time() + self.limits.timeout
         going = await self._step(self._begin())
