@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .context.policy import ContextPolicy
 from .errors import ConfigurationError, ToolloopError
 from .loop.cancel import CancelToken
 from .loop.control import Hooks
@@ -19,7 +20,7 @@ from .loop.toolphase import Approver
 from .messages import Message, StopReason, Usage
 from .models.base import Model, ModelSettings
 from .store.base import Store
-from .store.journal import SessionBinding
+from .store.journal import SessionBinding, default_store_url
 from .tools.tool import Tool, as_tool
 
 __all__ = ["Agent"]
@@ -193,13 +194,15 @@ class Agent:
         if approve is not None:
             config = replace(config, approver=approve)
         session = None
-        if self._options.store is not None:
-            if self._options.session_id is None:
-                raise ConfigurationError("an agent with a store needs session_id= (or agent.with_session(id))")
+        session_id = session_id or self._options.session_id
+        if session_id is not None:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
-            session = SessionBinding(self._options.store, self._options.session_id)
-            session_id = self._options.session_id
+            session = SessionBinding(self._options.store or default_store_url(), session_id)
+            if config.context is None:
+                config = replace(config, context=ContextPolicy())
+        elif self._options.store is not None:
+            raise ConfigurationError("an agent with a store needs a session id: session_id= or agent.with_session(id)")
         return Run(
             config,
             history=tuple(history) if history is not None and not isinstance(history, Sequence) else history or (),
@@ -219,9 +222,9 @@ class Agent:
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
     ) -> RunResult:
-        """Continue a stored session from its tail (interrupted calls, decided approvals, then the model)."""
-        agent = self.with_session(session_id) if session_id is not None else self
-        return await agent.run(None, approvals=approvals, approve=approve, cancel=cancel)
+        """Continue a stored session from its tail: interrupted calls (re-run, or marked failed with
+        ``rerun_interrupted=False``), decided approvals, then the model."""
+        return await self.run(None, approvals=approvals, approve=approve, cancel=cancel, session_id=session_id)
 
     async def run(
         self,
@@ -231,6 +234,7 @@ class Agent:
         approvals: Approvals = (),
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
+        session_id: str | None = None,
         raise_errors: bool = True,
     ) -> RunResult:
         """Run the loop to the end and return the result.
@@ -240,7 +244,7 @@ class Agent:
         that stopped with ``APPROVAL_REQUIRED``), or interrupted calls, and then asks the model.
         With ``raise_errors=False`` a failure is returned as ``result.error`` instead of raised.
         """
-        run = self._run(prompt, history, approvals, cancel, approve)
+        run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id)
         try:
             async for _ in run.messages():
                 pass
@@ -272,9 +276,10 @@ class Agent:
         approvals: Approvals = (),
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
+        session_id: str | None = None,
     ) -> Conversation:
         """An async iterator of each message as it happens; ``.result`` after exhaustion."""
-        return Conversation(self._run(prompt, history, approvals, cancel, approve))
+        return Conversation(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
 
     def stream(
         self,
@@ -284,9 +289,10 @@ class Agent:
         approvals: Approvals = (),
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
+        session_id: str | None = None,
     ) -> EventStream:
         """An async iterator of fine-grained events, ending with ``RunFinished``."""
-        return EventStream(self._run(prompt, history, approvals, cancel, approve))
+        return EventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
 
     async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
         """Run follow-up prompts in sequence, each continuing the last (seed 002's ``runMultiTurn``).

@@ -120,6 +120,12 @@ class EventStream(AsyncIterator[Event]):
         """The run's result once it finished, else None."""
         return self._result
 
+    def __del__(self) -> None:
+        # A consumer that stopped iterating without closing the stream must not leave the run
+        # (and a tool that may hang) going forever.
+        if self._task is not None and not self._task.done():
+            self._run.token.cancel("the event stream was abandoned")
+
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly; the stream ends with a ``RunFinished`` whose reason is ``CANCELLED``."""
         self._run.token.cancel(reason)

@@ -8,7 +8,6 @@ caller, and ``stream()`` drains it in a task while forwarding events.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -444,9 +443,11 @@ class Run:
         if not response.tool_calls:
             await self._answered(response)
             return
-        batch_id = f"{uuid.uuid4().hex[:12]}-{self.iteration}"
+        # Deterministic, and unique within the transcript: replays and stores see the same ids.
+        batch_id = f"{response.tool_calls[0].id}@{len(self.transcript)}"
         slots = slots_from_response(response, batch_id, self)
-        if self.stop_reason is not None or response.stop_reason is StopReason.MAX_TOKENS or self._budget_spent():
+        flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL)
+        if self.stop_reason is not None or flagged or self._budget_spent():
             await self._refuse_batch(slots, response)
             return
         await self._settle(slots)
@@ -461,6 +462,9 @@ class Run:
         elif response.stop_reason is StopReason.MAX_TOKENS:
             error = ToolError("not run: the response hit the output token limit and its arguments may be cut off")
             reason = StopReason.MAX_TOKENS
+        elif response.stop_reason is StopReason.REFUSAL:
+            error = ToolError("not run: the provider flagged this response (refusal or content filter)")
+            reason = StopReason.REFUSAL
         else:
             error = ToolError("not run: the run's token budget is used up")
             reason = StopReason.TOKEN_BUDGET

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 
 from ..errors import SessionNotFoundError
 from ..messages import Message
 from .base import Store
 
-__all__ = ["SessionBinding", "SessionJournal"]
+__all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "default_store_url"]
+
+DEFAULT_STORE_URL = "sqlite:///tooloop-sessions.db"
+"""Where sessions go when a run names a session but the agent has no store."""
+
+
+def default_store_url() -> str:
+    """``$TOOLOOP_STORE`` when set, else an SQLite file in the working directory."""
+    return os.environ.get("TOOLOOP_STORE") or DEFAULT_STORE_URL
 
 
 class SessionJournal:

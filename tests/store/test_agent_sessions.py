@@ -1,0 +1,104 @@
+"""Agents on stored sessions: run(session_id=...), continuation, approvals across processes, forks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tooloop import Agent, ModelRequest, ModelResponse, StopReason, ToolCall, ToolCallStatus, UserMessage, tool
+from tooloop.context.policy import ContextPolicy
+from tooloop.store import open_store
+from tooloop.testing import FunctionModel, ScriptedModel
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def test_a_session_is_loaded_and_saved_by_id(store_url: str) -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("c1", "add", {"a": 1, "b": 2})]), "It is 3.", "Still 3."])
+    agent = Agent(model, tools=[add], store=store_url)
+
+    first = await agent.run("add 1 and 2", session_id="s1")
+    second = await agent.run("again?", session_id="s1")
+
+    assert second.text == "Still 3."
+    assert second.transcript[: len(first.transcript)] == first.transcript
+    assert [m.text for m in model.requests[2].messages if isinstance(m, UserMessage)] == ["add 1 and 2", "again?"]
+    async with open_store(store_url) as store:
+        assert await store.load("s1") == second.transcript
+        info = await store.get_session("s1")
+        assert info.message_count == len(second.transcript)
+
+
+async def test_a_pending_approval_survives_the_process_and_resumes_with_the_decision(store_url: str) -> None:
+    ran: list[str] = []
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    script = [ModelResponse(tool_calls=[ToolCall("d1", "delete", {"path": "a.txt"})]), "Done."]
+    paused = await Agent(ScriptedModel(script[:1]), tools=[delete], store=store_url).run("clean", session_id="s")
+    assert paused.stop_reason is StopReason.APPROVAL_REQUIRED and ran == []
+    request = paused.pending_approvals[0]
+
+    # A new agent (as in a new process) knows nothing but the session id and the stored decision.
+    decision = request.approve()
+    resumed = await Agent(ScriptedModel(script[1:]), tools=[delete], store=store_url).resume("s", approvals=[decision])
+
+    assert ran == ["a.txt"]
+    assert resumed.text == "Done."
+    async with open_store(store_url) as store:
+        stored = await store.load("s")
+    assert [c.status for c in stored.tool_invocations] == [ToolCallStatus.OK]
+
+
+async def test_a_session_can_be_forked_and_each_branch_continues_alone(store_url: str) -> None:
+    agent = Agent(ScriptedModel(["one", "two", "three"]), store=store_url)
+    await agent.run("first", session_id="trunk")
+    await agent.run("second", session_id="trunk")
+    async with open_store(store_url) as store:
+        branch = await store.fork("trunk", at=2, new_session_id="branch")
+    result = await agent.run("other second", session_id=branch)
+    assert [m.text for m in result.transcript if isinstance(m, UserMessage)] == ["first", "other second"]
+    async with open_store(store_url) as store:
+        assert len(await store.load("trunk")) == 4
+
+
+async def test_a_session_id_without_a_store_uses_the_default_sqlite_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'default.db'}"
+    monkeypatch.setenv("TOOLOOP_STORE", url)
+    await Agent(ScriptedModel(["hello"])).run("hi", session_id="x")
+    async with open_store(url) as store:
+        assert (await store.load("x")).final_text == "hello"
+
+
+async def test_a_stored_session_sends_a_pruned_history_but_keeps_everything(tmp_path: Path) -> None:
+    sent: list[int] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        sent.append(len(request.messages))
+        return ModelResponse("x" * 400)
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    agent = Agent(FunctionModel(model), store=url, context=ContextPolicy(max_tokens=400))
+    for i in range(8):
+        await agent.run(f"question {i}", session_id="long")
+    async with open_store(url) as store:
+        assert len(await store.load("long")) == 16  # the store keeps everything
+    assert max(sent) < 15  # what was sent was pruned
+
+
+async def test_a_store_without_a_session_id_is_a_configuration_error(tmp_path: Path) -> None:
+    from tooloop import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="session id"):
+        await Agent(ScriptedModel(["x"]), store=f"sqlite:///{tmp_path / 'x.db'}").run("hi")
