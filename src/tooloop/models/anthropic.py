@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from anthropic import AsyncAnthropic, AsyncStream
+from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
 from ..errors import ConfigurationError, ProviderError
 from ..events import EventHandler
@@ -126,6 +126,10 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return f"AnthropicModel({self._name!r})"
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections."""
+        await self._client.close()
+
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request`` to the Messages API and return the complete response."""
         settings = self._settings.merged(request.settings)
@@ -142,11 +146,23 @@ class AnthropicModel:
         if stream is None:
             too_long = self._plain_limit is not None and max_tokens > self._plain_limit
             stream = on_event is not None or too_long
-        extra_body = dict(settings.extra) if settings.extra else None
+        # Only the three required fields go through the SDK's signature; the rest of the body rides
+        # in extra_body, so fields an SDK version does not list (or no longer lists) still reach the API.
+        model, max_tokens, messages = body.pop("model"), body.pop("max_tokens"), body.pop("messages")
+        extra_body = {**body, **settings.extra}
         try:
             if stream:
-                return await self._stream(body, extra_body, on_event, output_tool)
-            raw = await self._client.messages.with_raw_response.create(**body, extra_body=extra_body)
+                return await self._stream(model, max_tokens, messages, extra_body, on_event, output_tool)
+            timeout = None
+            if self._plain_limit is not None and max_tokens > self._plain_limit:  # plain forced by settings
+                timeout = max(600.0, 3600.0 * max_tokens / 128_000)
+            raw = await self._client.messages.with_raw_response.create(
+                model=model,
+                max_tokens=max_tokens,
+                messages=messages,
+                extra_body=extra_body,
+                timeout=timeout or NOT_GIVEN,
+            )
             return parse_message(json.loads(await raw.read()), output_tool)
         except ProviderError:
             raise
@@ -158,12 +174,16 @@ class AnthropicModel:
 
     async def _stream(
         self,
-        body: dict[str, Any],
-        extra_body: dict[str, Any] | None,
+        model: str,
+        max_tokens: int,
+        messages: list[Any],
+        extra_body: dict[str, Any],
         on_event: EventHandler | None,
         output_tool: str | None,
     ) -> ModelResponse:
-        raw = await self._client.messages.with_raw_response.create(**body, stream=True, extra_body=extra_body)
+        raw = await self._client.messages.with_raw_response.create(
+            model=model, max_tokens=max_tokens, messages=messages, stream=True, extra_body=extra_body
+        )
         response = raw.http_response
         try:
             return await read_stream(AsyncStream.raw_events(response), on_event, output_tool)
