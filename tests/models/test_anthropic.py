@@ -237,7 +237,9 @@ async def test_max_tokens_cuts_tool_input(wire: WireServer) -> None:
     assert response.tool_calls[0].arguments == '{"city": "Par'
 
 
-@pytest.mark.parametrize(("wire_reason", "expected"), [("pause_turn", StopReason.PAUSE_TURN), ("stop_sequence", StopReason.END_TURN)])
+@pytest.mark.parametrize(
+    ("wire_reason", "expected"), [("pause_turn", StopReason.PAUSE_TURN), ("stop_sequence", StopReason.END_TURN)]
+)
 async def test_other_stop_reasons(wire: WireServer, wire_reason: str, expected: StopReason) -> None:
     wire.queue(aw.streamed([{"type": "text", "text": "partial"}], wire_reason))
     response, _ = await respond_streaming(make(wire), ask(settings=ModelSettings(stop=("END",))))
