@@ -392,6 +392,16 @@ async def test_native_output_through_a_forced_tool(wire: WireServer) -> None:
     assert sent["tool_choice"] == {"type": "tool", "name": "final_result"}
 
 
+async def test_native_output_with_thinking_only_offers_the_tool(wire: WireServer) -> None:
+    wire.queue(aw.streamed([{"type": "text", "text": '{"answer": 1}'}]))
+    model = make(wire, native_output=True, thinking={"type": "enabled", "budget_tokens": 1024})
+    response, _ = await respond_streaming(model, ask(tools=(WEATHER,), output=OutputSchema("r", {"type": "object"})))
+    assert response.text == '{"answer": 1}'
+    sent = body(wire)
+    assert [t["name"] for t in sent["tools"]] == ["get_weather", "r"]
+    assert sent["tool_choice"] == {"type": "auto"}
+
+
 async def test_output_schema_without_native_output_is_left_to_the_loop(wire: WireServer) -> None:
     wire.queue(aw.streamed([{"type": "text", "text": '{"answer": 1}'}]))
     await respond_streaming(make(wire), ask(output=OutputSchema("r", {"type": "object"})))

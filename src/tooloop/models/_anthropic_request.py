@@ -47,7 +47,8 @@ def build_body(
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         body["system"] = system
-    output_tool = _add_tools(body, request, used_tools, settings, native_output)
+    thinks = thinking is not None and thinking.get("type") != "disabled"
+    output_tool = _add_tools(body, request, used_tools, settings, native_output, thinks)
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
@@ -127,6 +128,7 @@ def _add_tools(
     used_tools: list[str],
     settings: ModelSettings,
     native_output: bool,
+    thinks: bool,
 ) -> str | None:
     tools: list[Block] = []
     for tool in request.tools:
@@ -140,8 +142,12 @@ def _add_tools(
         output_tool = _output_tool_name(request.output, {t["name"] for t in tools})
         tools.append(_output_tool(request.output, output_tool))
         # With other tools the model must call one of them or the output tool: never free text.
+        # Extended thinking allows only auto/none, so then the output tool is merely offered.
         has_tools = bool(request.tools) and request.tool_choice != "none"
-        choice = {"type": "any"} if has_tools else {"type": "tool", "name": output_tool}
+        if thinks:
+            choice = {"type": "auto"}
+        else:
+            choice = {"type": "any"} if has_tools else {"type": "tool", "name": output_tool}
     if not tools and used_tools:
         tools = [
             {"name": name, "description": _HISTORY_TOOL_DESCRIPTION, "input_schema": {"type": "object"}}
