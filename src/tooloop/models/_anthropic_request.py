@@ -1,0 +1,177 @@
+"""Turning a :class:`ModelRequest` into the JSON body of an Anthropic Messages API request.
+
+Pure data mapping, no SDK import. The rules Anthropic enforces and how they are met:
+
+* System messages go to the top-level ``system`` field, joined by blank lines.
+* Roles must alternate: adjacent messages with the same role are merged into one message (tool
+  results and a user text that follows them end up in one user message, results first).
+* A tool-call batch is one assistant message (its own thinking, text, ``tool_use`` blocks)
+  followed by one user message with every ``tool_result`` in the same order.
+* Empty or whitespace-only text blocks are rejected by the API, so they are never sent.
+* Tool-call ids must match ``^[a-zA-Z0-9_-]+$``: others are rewritten by :class:`IdMapper`.
+* A request whose history holds ``tool_use`` blocks must define tools. When the request has no
+  tools any more, the tools named in the history are declared with a permissive schema and
+  ``tool_choice`` ``none``, so the model can read the history but cannot call them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
+from .base import ModelRequest, ModelSettings, OutputSchema
+from .portable import IdMapper, ToolBatch, own_thinking, turns
+
+__all__ = ["PROVIDER", "build_body"]
+
+PROVIDER = "anthropic"
+_HISTORY_TOOL_DESCRIPTION = "A tool used earlier in this conversation; it is no longer available."
+_TOOL_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+Block = dict[str, Any]
+
+
+def build_body(
+    request: ModelRequest,
+    *,
+    model: str,
+    settings: ModelSettings,
+    max_tokens: int,
+    thinking: Mapping[str, Any] | None = None,
+    native_output: bool = False,
+) -> tuple[dict[str, Any], str | None]:
+    """The request body, and the name of the forced output tool when native output is used."""
+    system, messages, used_tools = convert_messages(request.messages)
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+    if system:
+        body["system"] = system
+    thinks = thinking is not None and thinking.get("type") != "disabled"
+    output_tool = _add_tools(body, request, used_tools, settings, native_output, thinks)
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    if settings.stop:
+        body["stop_sequences"] = list(settings.stop)
+    if thinking is not None:
+        body["thinking"] = dict(thinking)
+    return body, output_tool
+
+
+def convert_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """``(system text, Anthropic messages, names of tools used in the history)``."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    used: dict[str, None] = {}
+    ids = IdMapper("a-zA-Z0-9_-", 64, "toolu_")
+    for item in turns(messages):
+        if isinstance(item, ToolBatch):
+            _add(out, "assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)])
+            _add(out, "assistant", [_tool_use(call, ids) for call in item.calls])
+            _add(out, "user", [_tool_result(call, ids) for call in item.calls])
+            used.update(dict.fromkeys(call.tool_name for call in item.calls))
+        elif isinstance(item, UserMessage):
+            _add(out, "user", _text(item.text))
+        elif isinstance(item, AssistantMessage):
+            _add(out, "assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])
+        elif isinstance(item, SystemMessage):
+            if item.text.strip():
+                system.append(item.text)
+    return "\n\n".join(system), out, list(used)
+
+
+def _add(out: list[dict[str, Any]], role: str, blocks: list[Block]) -> None:
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
+def _text(text: str) -> list[Block]:
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+def _thinking_blocks(parts: Iterable[ThinkingPart]) -> list[Block]:
+    blocks: list[Block] = []
+    for part in own_thinking(tuple(parts), PROVIDER):
+        if not part.signature:  # Anthropic verifies every thinking block; an unsigned one is refused
+            continue
+        if part.redacted:
+            blocks.append({"type": "redacted_thinking", "data": part.signature})
+        else:
+            blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+    return blocks
+
+
+def _tool_use(call: ToolCallMessage, ids: IdMapper) -> Block:
+    arguments = {} if call.raw_arguments is not None else dict(call.arguments)
+    return {"type": "tool_use", "id": ids(call.tool_call_id), "name": call.tool_name, "input": arguments}
+
+
+def _tool_result(call: ToolCallMessage, ids: IdMapper) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": ids(call.tool_call_id), "is_error": call.is_error}
+    content = call.content
+    if not content.strip() and call.is_error:
+        content = f"The tool call ended with status {call.status.value}."
+    if content.strip():
+        block["content"] = content
+    return block
+
+
+def _add_tools(
+    body: dict[str, Any],
+    request: ModelRequest,
+    used_tools: list[str],
+    settings: ModelSettings,
+    native_output: bool,
+    thinks: bool,
+) -> str | None:
+    tools: list[Block] = []
+    for tool in request.tools:
+        spec: Block = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.parameters)}
+        if tool.strict is not None:
+            spec["strict"] = tool.strict
+        tools.append(spec)
+    choice: Block = {"type": {"auto": "auto", "required": "any", "none": "none"}[request.tool_choice]}
+    output_tool = None
+    if native_output and request.output is not None:
+        output_tool = _output_tool_name(request.output, {t["name"] for t in tools})
+        tools.append(_output_tool(request.output, output_tool))
+        # With other tools the model must call one of them or the output tool: never free text.
+        # Extended thinking allows only auto/none, so then the output tool is merely offered.
+        has_tools = bool(request.tools) and request.tool_choice != "none"
+        if thinks:
+            choice = {"type": "auto"}
+        else:
+            choice = {"type": "any"} if has_tools else {"type": "tool", "name": output_tool}
+    if not tools and used_tools:
+        tools = [
+            {"name": name, "description": _HISTORY_TOOL_DESCRIPTION, "input_schema": {"type": "object"}}
+            for name in used_tools
+        ]
+        choice = {"type": "none"}
+    if tools:
+        if settings.parallel_tool_calls is False and choice["type"] != "none":
+            choice["disable_parallel_tool_use"] = True
+        body["tools"] = tools
+        body["tool_choice"] = choice
+    return output_tool
+
+
+def _output_tool_name(output: OutputSchema, taken: set[str]) -> str:
+    name = _TOOL_NAME.sub("_", output.name)[:64] or "final_result"
+    while name in taken:
+        name = f"{name[:60]}_out"
+    return name
+
+
+def _output_tool(output: OutputSchema, name: str) -> Block:
+    description = output.description or "Give the final answer by calling this tool with it."
+    spec: Block = {"name": name, "description": description, "input_schema": dict(output.schema)}
+    if output.strict:
+        spec["strict"] = True
+    return spec
