@@ -5,6 +5,7 @@ until it answers without tools, stopping for a reason you can act on.
 """
 
 from .agent import Agent
+from .context import ContextPolicy
 from .errors import (
     ApprovalMismatchError,
     AuthenticationError,
@@ -52,6 +53,7 @@ from .messages import (
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
 from .models.registry import ModelConfig, get_model, register_model_config, register_provider
 from .tools.tool import Tool, ToolContext, tool
+from .store import SessionInfo, Store, open_store
 from .transcript import Transcript
 
 __version__ = "0.1.0"
@@ -67,6 +69,7 @@ __all__ = [
     "CancelToken",
     "ConfigurationError",
     "ContextLengthError",
+    "ContextPolicy",
     "Conversation",
     "Event",
     "EventStream",
@@ -89,8 +92,10 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "RunTimeoutError",
+    "SessionInfo",
     "StepContext",
     "StopReason",
+    "Store",
     "SystemMessage",
     "TextDelta",
     "ThinkingDelta",
@@ -111,6 +116,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "get_model",
+    "open_store",
     "register_model_config",
     "register_provider",
     "tool",

@@ -257,3 +257,14 @@ def test_tiktoken_counter_with_a_real_encoding() -> None:
     counter = TiktokenCounter(encoding=encoding)
     assert counter.count(UserMessage("héllo")) == 4 + 6  # one token per byte in this encoding
     assert isinstance(counter_for("ollama:qwen3"), EstimateCounter)
+
+
+def test_the_default_budget_is_a_fraction_of_the_models_real_window() -> None:
+    from tooloop.models.profiles import DEFAULT_PROFILE, profile_for
+    from tooloop.testing import FunctionModel
+
+    policy = ContextPolicy(window_fraction=0.5)
+    known = FunctionModel(lambda request: "x", name="claude-sonnet-4-5")
+    unknown = FunctionModel(lambda request: "x", name="my-own-model")
+    assert policy.budget(known).tokens == profile_for("claude-sonnet-4-5").context_window // 2
+    assert policy.budget(unknown).tokens == DEFAULT_PROFILE.context_window // 2

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, ContextBudgetError
 from ..messages import Message, ToolCallMessage, UserMessage
+from ..models.profiles import DEFAULT_PROFILE, profile_for
 from .strategies import Budget, MiddleOut, OldestFirst, RecentTurns, Strategy, oldest_first
 from .summary import Summarize
 from .tokens import TokenCounter, counter_for
@@ -25,8 +26,8 @@ _Ordering = OldestFirst | MiddleOut | RecentTurns
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextPolicy"]
 
-DEFAULT_CONTEXT_WINDOW = 128_000
-"""Context window assumed for a model that does not say (until model profiles provide it)."""
+DEFAULT_CONTEXT_WINDOW = DEFAULT_PROFILE.context_window
+"""Context window assumed for a model neither the model object nor the profile table knows."""
 
 
 class ContextPolicy:
@@ -73,7 +74,7 @@ class ContextPolicy:
         """The budget of one request to ``model``."""
         tokens = self.max_tokens
         if tokens is None:
-            window = getattr(model, "context_window", None) or DEFAULT_CONTEXT_WINDOW
+            window = getattr(model, "context_window", None) or _profile_window(model)
             tokens = int(window * self.window_fraction)
         return Budget(tokens, self.max_messages)
 
@@ -236,3 +237,8 @@ def _batches(messages: Sequence[Message]) -> list[tuple[str, int]]:
         else:
             previous = None
     return runs
+
+
+def _profile_window(model: Model | None) -> int:
+    name = getattr(model, "name", None)
+    return profile_for(name).context_window if isinstance(name, str) else DEFAULT_CONTEXT_WINDOW
