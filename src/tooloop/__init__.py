@@ -52,8 +52,8 @@ from .messages import (
 )
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
 from .models.registry import ModelConfig, get_model, register_model_config, register_provider
-from .tools.tool import Tool, ToolContext, tool
 from .store import SessionInfo, Store, open_store
+from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
 
 __version__ = "0.1.0"
