@@ -9,9 +9,10 @@ SSE event stream (:mod:`._anthropic_response`) and maps failures to tooloop erro
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
@@ -22,6 +23,7 @@ from ..messages import ModelResponse
 from ._anthropic_errors import map_exception
 from ._anthropic_request import PROVIDER, build_body
 from ._anthropic_response import parse_message, read_stream
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .profiles import lookup_profile
 
@@ -61,6 +63,7 @@ def create(
             f"known: {', '.join(sorted(_OPTIONS))}"
         )
     client = options.get("client")
+    factory = None
     if client is None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
@@ -72,15 +75,18 @@ def create(
             extra["timeout"] = options["timeout"]
         if options.get("default_headers"):
             extra["default_headers"] = dict(options["default_headers"])
-        client = AsyncAnthropic(
+        factory = functools.partial(
+            AsyncAnthropic,
             api_key=key,
             base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
             max_retries=options.get("max_retries", 2),
             **extra,
         )
+        client = factory()
     return AnthropicModel(
         model_name,
         client=client,
+        client_factory=factory,
         settings=settings,
         provider=provider,
         native_output=bool(options.get("native_output", False)),
@@ -102,6 +108,7 @@ class AnthropicModel:
         model_name: str,
         *,
         client: AsyncAnthropic,
+        client_factory: Callable[[], AsyncAnthropic] | None = None,
         settings: ModelSettings | None = None,
         provider: str = PROVIDER,
         native_output: bool = False,
@@ -109,7 +116,7 @@ class AnthropicModel:
         plain_any_size: bool = False,
     ) -> None:
         self._name = model_name
-        self._client = client
+        self._clients = PerLoop(client, client_factory)
         self._settings = settings or ModelSettings()
         self.provider = provider
         self._native_output = native_output
@@ -128,7 +135,8 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         """Close the SDK client's connections."""
-        await self._client.close()
+        for client in self._clients.all():
+            await client.close()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request`` to the Messages API and return the complete response."""
@@ -156,7 +164,7 @@ class AnthropicModel:
             timeout = None
             if self._plain_limit is not None and max_tokens > self._plain_limit:  # plain forced by settings
                 timeout = max(600.0, 3600.0 * max_tokens / 128_000)
-            raw = await self._client.messages.with_raw_response.create(
+            raw = await self._clients.get().messages.with_raw_response.create(
                 model=model,
                 max_tokens=max_tokens,
                 messages=messages,
@@ -181,7 +189,7 @@ class AnthropicModel:
         on_event: EventHandler | None,
         output_tool: str | None,
     ) -> ModelResponse:
-        raw = await self._client.messages.with_raw_response.create(
+        raw = await self._clients.get().messages.with_raw_response.create(
             model=model, max_tokens=max_tokens, messages=messages, stream=True, extra_body=extra_body
         )
         response = raw.http_response

@@ -14,10 +14,11 @@ its arguments are unfinished, and the loop refuses to run the calls of such a re
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import openai
@@ -28,6 +29,7 @@ from ..events import EventHandler
 from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, ToolCallMessage, UserMessage
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_errors import map_openai_error
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from .portable import IdMapper, ToolBatch, turns
 
@@ -78,15 +80,21 @@ def create(
             f"known: {', '.join(sorted(_OPTIONS))}"
         )
     client = options.pop("client", None)
+    factory = None
     if client is None:
-        client = _make_client(provider, base_url, api_key, options)
+        factory = _client_factory(provider, base_url, api_key, options)
+        client = factory()
     else:
         for name in ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers"):
             options.pop(name, None)
-    return OpenAIChatModel(model_name, client=client, provider=provider, settings=settings, **options)
+    return OpenAIChatModel(
+        model_name, client=client, client_factory=factory, provider=provider, settings=settings, **options
+    )
 
 
-def _make_client(provider: str, base_url: str | None, api_key: str | None, options: dict[str, Any]) -> AsyncOpenAI:
+def _client_factory(
+    provider: str, base_url: str | None, api_key: str | None, options: dict[str, Any]
+) -> Callable[[], AsyncOpenAI]:
     env = options.pop("api_key_env", None) or ("OPENAI_API_KEY" if provider == "openai" else None)
     optional = bool(options.pop("api_key_optional", False))
     key = api_key or (os.environ.get(env) if env else None)
@@ -106,7 +114,7 @@ def _make_client(provider: str, base_url: str | None, api_key: str | None, optio
     headers = options.pop("default_headers", None)
     if headers:
         extra["default_headers"] = dict(headers)
-    return AsyncOpenAI(api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
 
 
 class OpenAIChatModel:
@@ -121,6 +129,7 @@ class OpenAIChatModel:
         model_name: str,
         *,
         client: AsyncOpenAI,
+        client_factory: Callable[[], AsyncOpenAI] | None = None,
         provider: str = "openai",
         settings: ModelSettings | None = None,
         native_output: bool = True,
@@ -132,7 +141,7 @@ class OpenAIChatModel:
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
         self.name = model_name
         self.provider = provider
-        self._client = client
+        self._clients = PerLoop(client, client_factory)
         self._settings = settings or ModelSettings()
         self._native_output = native_output
         self._system_role = system_role
@@ -144,12 +153,13 @@ class OpenAIChatModel:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={str(self._client.base_url)!r})"
+            f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={str(self._clients.first.base_url)!r})"
         )
 
     async def aclose(self) -> None:
         """Close the client's connections (the model cannot be used afterwards)."""
-        await self._client.close()
+        for client in self._clients.all():
+            await client.close()
 
     async def __aenter__(self) -> OpenAIChatModel:
         return self
@@ -175,7 +185,7 @@ class OpenAIChatModel:
             ) from exc
 
     async def _plain(self, body: dict[str, Any]) -> ModelResponse:
-        data = await self._client.post(_PATH, body=body, cast_to=object)
+        data = await self._clients.get().post(_PATH, body=body, cast_to=object)
         if isinstance(data, str):  # the server did not say application/json
             data = json.loads(data)
         return parse_completion(data, self.provider)
@@ -184,7 +194,7 @@ class OpenAIChatModel:
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
-        chunks = await self._client.post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_STREAM_CLS)
+        chunks = await self._clients.get().post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_STREAM_CLS)
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
