@@ -151,9 +151,7 @@ class Transcript(Sequence[Message]):
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The versioned JSON form: ``{"version": 1, "messages": [...]}``."""
-        return json.dumps(
-            {"version": SCHEMA_VERSION, "messages": self.to_dicts()}, ensure_ascii=False, indent=indent
-        )
+        return json.dumps({"version": SCHEMA_VERSION, "messages": self.to_dicts()}, ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_json(cls, data: str | bytes | Mapping[str, Any]) -> Transcript:

@@ -41,7 +41,7 @@ class _Provider:
             module = importlib.import_module(module_name)
         except ImportError as exc:  # the SDK extra is missing
             raise ConfigurationError(
-                f"{exc}. Install the provider's extra, e.g. pip install \"tooloop[{_extra_for(module_name)}]\""
+                f'{exc}. Install the provider\'s extra, e.g. pip install "tooloop[{_extra_for(module_name)}]"'
             ) from exc
         factory: ProviderFactory = getattr(module, attr)
         return factory
@@ -63,13 +63,15 @@ _PROVIDERS: dict[str, _Provider] = {
     "gemini": _Provider("tooloop.models.gemini:create"),
     "openai-compatible": _Provider(_OPENAI_CHAT, {"requires_base_url": True, "api_key_optional": True}),
     "ollama": _Provider(
-        _OPENAI_CHAT, {"base_url": "http://localhost:11434/v1", "api_key_optional": True, "api_key_env": "OLLAMA_API_KEY"}
+        _OPENAI_CHAT,
+        {"base_url": "http://localhost:11434/v1", "api_key_optional": True, "api_key_env": "OLLAMA_API_KEY"},
     ),
     "vllm": _Provider(
         _OPENAI_CHAT, {"base_url": "http://localhost:8000/v1", "api_key_optional": True, "api_key_env": "VLLM_API_KEY"}
     ),
     "llamacpp": _Provider(
-        _OPENAI_CHAT, {"base_url": "http://localhost:8080/v1", "api_key_optional": True, "api_key_env": "LLAMACPP_API_KEY"}
+        _OPENAI_CHAT,
+        {"base_url": "http://localhost:8080/v1", "api_key_optional": True, "api_key_env": "LLAMACPP_API_KEY"},
     ),
     "openrouter": _Provider(
         _OPENAI_CHAT, {"base_url": "https://openrouter.ai/api/v1", "api_key_env": "OPENROUTER_API_KEY"}
