@@ -54,6 +54,8 @@ class StopReason(enum.StrEnum):
     """A hook returned ``LoopControl.stop()`` without a more specific reason."""
     PAUSE_TURN = "pause_turn"
     """The provider paused a long turn; the loop sends the conversation back to continue it."""
+    ERROR = "error"
+    """The run failed; ``RunResult.error`` holds the exception (with ``raise_errors=False``)."""
 
     @property
     def acp(self) -> str:

@@ -1,0 +1,321 @@
+"""``Agent``: an immutable configuration with three front doors onto one loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import ConfigurationError, ToolloopError
+from .loop.cancel import CancelToken
+from .loop.control import Hooks
+from .loop.frontdoors import Conversation, EventStream
+from .loop.limits import Limits
+from .loop.output import OutputSpec
+from .loop.result import ApprovalDecision, RunResult
+from .loop.run import ContextShaper, Journal, Run, RunConfig
+from .loop.toolphase import Approver
+from .messages import Message, StopReason, Usage
+from .models.base import Model, ModelSettings
+from .tools.tool import Tool, as_tool
+
+__all__ = ["Agent"]
+
+Approvals = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Options:
+    model: Model | str
+    system: str | None = None
+    tools: tuple[Tool, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    output_type: Any = None
+    hooks: Hooks = field(default_factory=Hooks)
+    approver: Approver | None = None
+    allowed_tools: frozenset[str] | None = None
+    denied_tools: frozenset[str] = frozenset()
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    context: ContextShaper | None = None
+    rerun_interrupted: bool = True
+
+
+class Agent:
+    """A model, instructions, tools and limits; immutable, so one agent serves many runs at once.
+
+    Three front doors onto one loop:
+
+    * ``await agent.run(prompt)`` returns a :class:`RunResult`;
+    * ``agent.conversation(prompt)`` yields each message as it happens;
+    * ``agent.stream(prompt)`` yields fine-grained events (text deltas, tool calls, usage).
+
+    ``with_...`` methods return modified copies.
+    """
+
+    __slots__ = ("_config", "_options")
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        system: str | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        limits: Limits | None = None,
+        output_type: Any = None,
+        hooks: Hooks | None = None,
+        approve: Approver | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        denied_tools: Iterable[str] = (),
+        settings: ModelSettings | None = None,
+        context: ContextShaper | None = None,
+        rerun_interrupted: bool = True,
+    ):
+        options = _Options(
+            model=model,
+            system=system,
+            tools=tuple(as_tool(t) for t in tools),
+            limits=limits or Limits(),
+            output_type=output_type,
+            hooks=hooks or Hooks(),
+            approver=approve,
+            allowed_tools=frozenset(allowed_tools) if allowed_tools is not None else None,
+            denied_tools=frozenset(denied_tools),
+            settings=settings or ModelSettings(),
+            context=context,
+            rerun_interrupted=rerun_interrupted,
+        )
+        _check_tools(options.tools)
+        self._options = options
+        self._config: RunConfig | None = None
+
+    @classmethod
+    def _from(cls, options: _Options) -> Agent:
+        agent = cls.__new__(cls)
+        _check_tools(options.tools)
+        agent._options = options
+        agent._config = None
+        return agent
+
+    # ------------------------------------------------------------------ copies
+
+    def _copy(self, **changes: Any) -> Agent:
+        return Agent._from(replace(self._options, **changes))
+
+    def with_model(self, model: Model | str) -> Agent:
+        """A copy using another model (the transcript format is the same for every provider)."""
+        return self._copy(model=model)
+
+    def with_system(self, system: str | None) -> Agent:
+        """A copy with other instructions."""
+        return self._copy(system=system)
+
+    def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
+        """A copy with these tools added."""
+        return self._copy(tools=self._options.tools + tuple(as_tool(t) for t in tools))
+
+    def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
+        """A copy with other limits, or with some fields of the current limits changed."""
+        return self._copy(limits=replace(limits or self._options.limits, **changes))
+
+    def with_output_type(self, output_type: Any) -> Agent:
+        """A copy whose final answer is validated against ``output_type``."""
+        return self._copy(output_type=output_type)
+
+    def with_hooks(self, hooks: Hooks | None = None, **changes: Any) -> Agent:
+        """A copy with other hooks, or some hooks of the current ones replaced."""
+        return self._copy(hooks=replace(hooks or self._options.hooks, **changes))
+
+    def with_approver(self, approve: Approver | None) -> Agent:
+        """A copy whose approval-requiring calls are decided by ``approve``."""
+        return self._copy(approver=approve)
+
+    def with_settings(self, settings: ModelSettings | None = None, **changes: Any) -> Agent:
+        """A copy with other model settings (temperature, max_tokens...)."""
+        return self._copy(settings=replace(settings or self._options.settings, **changes))
+
+    def with_context(self, context: ContextShaper | None) -> Agent:
+        """A copy that shapes each request with ``context`` (pruning, summaries)."""
+        return self._copy(context=context)
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def model(self) -> Model:
+        """The model, created from its string on first use."""
+        return self._resolved().model
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools the model is offered."""
+        return tuple(self._resolved().tools.values())
+
+    @property
+    def limits(self) -> Limits:
+        """The run limits."""
+        return self._options.limits
+
+    @property
+    def system(self) -> str | None:
+        """The instructions sent first in every request."""
+        return self._resolved().system
+
+    def _resolved(self) -> RunConfig:
+        if self._config is None:
+            self._config = _resolve(self._options)
+        return self._config
+
+    # ------------------------------------------------------------------ front doors
+
+    def _run(
+        self,
+        prompt: str | None,
+        history: Iterable[Message] | None,
+        approvals: Approvals,
+        cancel: CancelToken | None,
+        approve: Approver | None = None,
+        journal: Journal | None = None,
+        session_id: str | None = None,
+    ) -> Run:
+        config = self._resolved()
+        if approve is not None:
+            config = replace(config, approver=approve)
+        return Run(
+            config,
+            history=tuple(history) if history is not None and not isinstance(history, Sequence) else history or (),
+            prompt=prompt,
+            approvals=approvals,
+            token=cancel,
+            journal=journal,
+            session_id=session_id,
+        )
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Iterable[Message] | None = None,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+        raise_errors: bool = True,
+    ) -> RunResult:
+        """Run the loop to the end and return the result.
+
+        ``history`` continues an earlier conversation (``result.transcript``). With ``prompt=None``
+        the run continues from the history's tail: it runs calls decided in ``approvals`` (a run
+        that stopped with ``APPROVAL_REQUIRED``), or interrupted calls, and then asks the model.
+        With ``raise_errors=False`` a failure is returned as ``result.error`` instead of raised.
+        """
+        run = self._run(prompt, history, approvals, cancel, approve)
+        try:
+            async for _ in run.messages():
+                pass
+        except ToolloopError as exc:
+            if raise_errors:
+                raise
+            return RunResult(
+                transcript=exc.transcript if exc.transcript is not None else run.transcript,
+                stop_reason=StopReason.ERROR,
+                usage=exc.usage or run.usage,
+                error=exc,
+                start=run.start,
+            )
+        return run.result()
+
+    def run_sync(self, prompt: str | None = None, **kwargs: Any) -> RunResult:
+        """:meth:`run` for code without an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, **kwargs))
+        raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
+
+    def conversation(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Iterable[Message] | None = None,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Conversation:
+        """An async iterator of each message as it happens; ``.result`` after exhaustion."""
+        return Conversation(self._run(prompt, history, approvals, cancel, approve))
+
+    def stream(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Iterable[Message] | None = None,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventStream:
+        """An async iterator of fine-grained events, ending with ``RunFinished``."""
+        return EventStream(self._run(prompt, history, approvals, cancel, approve))
+
+    async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
+        """Run follow-up prompts in sequence, each continuing the last (seed 002's ``runMultiTurn``).
+
+        Stops early when a turn does not end normally (approval needed, cancelled, a limit).
+        The result's ``usage`` is summed over all turns and ``new_messages`` spans them all.
+        """
+        result: RunResult | None = None
+        usage = Usage()
+        start: int | None = None
+        transcript = history
+        for prompt in prompts:
+            result = await self.run(prompt, history=transcript)
+            usage = usage + result.usage
+            start = result.start if start is None else start
+            transcript = result.transcript
+            if result.stop_reason is not StopReason.END_TURN:
+                break
+        if result is None:
+            raise ConfigurationError("run_turns() needs at least one prompt")
+        return replace(result, usage=usage, start=start or 0)
+
+
+def _check_tools(tools: Sequence[Tool]) -> None:
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must be unique")
+        seen.add(tool.name)
+
+
+def _resolve(options: _Options) -> RunConfig:
+    model = options.model
+    system = options.system
+    settings = options.settings
+    if isinstance(model, str):
+        from .models.registry import get_model, model_config
+
+        if model.startswith("@"):
+            config = model_config(model[1:])
+            system = system if system is not None else config.system
+            settings = config.settings.merged(settings)
+            model = config.create()
+        else:
+            model = get_model(model)
+    allowed = options.allowed_tools
+    tools = {
+        t.name: t
+        for t in options.tools
+        if t.name not in options.denied_tools and (allowed is None or t.name in allowed)
+    }
+    denied = frozenset(t.name for t in options.tools if t.name not in tools) | options.denied_tools
+    return RunConfig(
+        model=model,
+        system=system,
+        tools=tools,
+        denied=denied,
+        limits=options.limits,
+        settings=settings,
+        output=OutputSpec.for_type(options.output_type) if options.output_type is not None else None,
+        hooks=options.hooks,
+        approver=options.approver,
+        context=options.context,
+        rerun_interrupted=options.rerun_interrupted,
+    )

@@ -1,0 +1,1 @@
+"""The turn loop, limits, hooks, approvals, cancellation and structured output."""

@@ -1,0 +1,96 @@
+"""Hooks and ``LoopControl``: code that watches each step and may stop or steer the run."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage
+from ..models.base import ModelRequest
+from ..transcript import Transcript
+
+__all__ = ["Hook", "Hooks", "LoopControl", "StepContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopControl:
+    """What a hook asks the loop to do. Returning ``None`` from a hook means continue.
+
+    * ``LoopControl.CONTINUE``: go on as usual.
+    * ``LoopControl.stop(reason)``: end the run now with that stop reason. Tool calls that have
+      not run get a cancelled result, so the transcript stays valid.
+    * ``LoopControl.override(...)``: in ``on_model_response``, replace the model's response
+      (a :class:`ModelResponse` or a plain answer text); in ``before_tool_call``, skip the tool and
+      use ``result`` as its result; in ``after_tool_call``, replace the result.
+    """
+
+    action: Literal["continue", "stop", "override"] = "continue"
+    reason: StopReason = StopReason.STOPPED_BY_HOOK
+    response: ModelResponse | None = None
+    result: Any = None
+
+    CONTINUE: ClassVar[LoopControl]
+
+    @classmethod
+    def stop(cls, reason: StopReason | str = StopReason.STOPPED_BY_HOOK) -> LoopControl:
+        """End the run with ``reason``."""
+        return cls("stop", StopReason(reason))
+
+    @classmethod
+    def override(cls, response: ModelResponse | str | None = None, *, result: Any = None) -> LoopControl:
+        """Replace the model's response, or a tool call's result."""
+        if isinstance(response, str):
+            response = ModelResponse(text=response)
+        return cls("override", response=response, result=result)
+
+
+LoopControl.CONTINUE = LoopControl()
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """A snapshot of the run given to hooks.
+
+    ``call`` and ``result`` are set for tool hooks: the call about to run (``before_tool_call``)
+    and its finished message (``after_tool_call``).
+    """
+
+    iteration: int
+    request: ModelRequest | None
+    response: ModelResponse | None
+    tool_results: Sequence[ToolCallMessage]
+    transcript: Transcript
+    call: ToolCall | None = None
+    result: ToolCallMessage | None = None
+
+
+Hook: TypeAlias = Callable[[StepContext], "LoopControl | None | Awaitable[LoopControl | None]"]
+"""A sync or async function of a :class:`StepContext` returning a :class:`LoopControl` or None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hooks:
+    """Functions called at each step of the loop (seed 004's hooks)."""
+
+    on_model_response: Hook | None = None
+    """After each model response, before its tool calls run."""
+    before_tool_call: Hook | None = None
+    """Before each tool call runs (after approval)."""
+    after_tool_call: Hook | None = None
+    """After each tool call has its outcome."""
+
+
+async def call_hook(hook: Hook | None, context: StepContext) -> LoopControl:
+    """Run ``hook`` (sync or async) and normalise its answer."""
+    if hook is None:
+        return LoopControl.CONTINUE
+    answer = hook(context)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if answer is None:
+        return LoopControl.CONTINUE
+    if not isinstance(answer, LoopControl):
+        raise TypeError(f"a hook must return LoopControl or None, got {answer!r}")
+    return answer

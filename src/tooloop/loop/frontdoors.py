@@ -1,0 +1,139 @@
+"""The iterators behind ``agent.conversation()`` and ``agent.stream()``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+from ..events import Event, RunFinished
+from ..messages import Message
+from ..transcript import Transcript
+from .result import RunResult
+from .run import Run
+
+__all__ = ["Conversation", "EventStream"]
+
+
+class Conversation(AsyncIterator[Message]):
+    """Each message of a run as it happens; after exhaustion :attr:`result` is the ``RunResult``.
+
+    Python's async generators cannot return a value, so the result that seed 000 hands over with
+    ``StopAsyncIteration`` lives on this object instead. The run advances only while you iterate:
+    stop iterating and no further model request is made.
+    """
+
+    def __init__(self, run: Run):
+        self._run = run
+        self._messages = run.messages()
+        self._result: RunResult | None = None
+
+    def __aiter__(self) -> Conversation:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self._messages.__anext__()
+        except StopAsyncIteration:
+            self._result = self._run.result()
+            raise
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once the iteration is exhausted, else None."""
+        return self._result
+
+    @property
+    def transcript(self) -> Transcript:
+        """The transcript so far."""
+        return self._run.transcript
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Stop the run promptly, even while a tool hangs; the next step ends it as ``CANCELLED``."""
+        self._run.token.cancel(reason)
+
+    async def aclose(self) -> None:
+        """Abandon the run without finishing it."""
+        await self._messages.aclose()
+
+    async def __aenter__(self) -> Conversation:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+_END = object()
+
+
+class _Failure:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class EventStream(AsyncIterator[Event]):
+    """Fine-grained events of a run; the last one is :class:`~tooloop.events.RunFinished`.
+
+    The run is driven by a task of its own from the first ``__anext__``, so events keep flowing
+    while you handle them. Use ``async with`` (or :meth:`aclose`) to stop the run when you leave.
+    """
+
+    def __init__(self, run: Run):
+        self._run = run
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._result: RunResult | None = None
+        run._on_event = self._queue.put_nowait
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._drive())
+        item = await self._queue.get()
+        if item is _END:
+            self._queue.put_nowait(_END)
+            raise StopAsyncIteration
+        if isinstance(item, _Failure):
+            self._queue.put_nowait(_END)
+            raise item.error
+        event: Event = item
+        return event
+
+    async def _drive(self) -> None:
+        try:
+            async for _ in self._run.messages():
+                pass
+            self._result = self._run.result()
+            self._queue.put_nowait(RunFinished(self._result))
+        except BaseException as exc:  # handed to the consumer, who sees it raised
+            self._queue.put_nowait(_Failure(exc))
+        finally:
+            self._queue.put_nowait(_END)
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once it finished, else None."""
+        return self._result
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Stop the run promptly; the stream ends with a ``RunFinished`` whose reason is ``CANCELLED``."""
+        self._run.token.cancel(reason)
+
+    async def aclose(self) -> None:
+        """Cancel the run if it is still going and wait for it to wind down."""
+        if self._task is not None and not self._task.done():
+            self._run.token.cancel("the event stream was closed")
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,42 @@
+"""``Limits``: every bound a run respects, in one frozen object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """Bounds on one run. The defaults are safe for interactive agents; raise them for long jobs.
+
+    When a bound is reached the run stops with a stop reason and nothing is lost, except
+    ``timeout``, which raises :class:`~tooloop.errors.RunTimeoutError` carrying the transcript.
+    """
+
+    max_turns: int = 25
+    """Model requests per run; then the run stops with ``MAX_TURN_REQUESTS``."""
+    max_tool_calls_per_turn: int = 32
+    """Calls run from one response; extra calls are not run and get an error result saying why."""
+    max_total_tokens: int | None = None
+    """Input plus output tokens over the run; then the run stops with ``TOKEN_BUDGET``."""
+    timeout: float | None = None
+    """Seconds for the whole run."""
+    tool_timeout: float | None = 300.0
+    """Seconds one tool call may take unless the tool sets its own ``timeout``."""
+    max_tool_result_chars: int | None = 100_000
+    """Longer tool results are cut, with a visible marker saying how much was removed."""
+    output_retries: int = 2
+    """How many times the model is asked again when its final answer fails ``output_type``."""
+    final_answer_on_limit: bool = False
+    """When ``max_turns`` or the token budget is reached, make one last request without tools so
+    the user gets an answer instead of a bare stop."""
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        if self.max_tool_calls_per_turn < 1:
+            raise ValueError("max_tool_calls_per_turn must be at least 1")
+        if self.output_retries < 0:
+            raise ValueError("output_retries cannot be negative")

@@ -1,0 +1,162 @@
+"""``RunResult`` and the approval values a paused run hands to a person."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import AssistantMessage, StopReason, ToolCallMessage, Usage
+from ..transcript import Transcript
+
+__all__ = ["ApprovalDecision", "ApprovalRequest", "RunResult", "arguments_digest"]
+
+
+def arguments_digest(tool_call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """A hash binding a decision to one call and the exact arguments a person reviewed."""
+    canonical = json.dumps(
+        {"id": tool_call_id, "name": tool_name, "arguments": arguments},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """A person's decision on one tool call, bound to the call id and the reviewed arguments.
+
+    Make one with :meth:`ApprovalRequest.approve` or :meth:`ApprovalRequest.deny`; a decision whose
+    digest does not match the pending call is refused, so approving one call never runs another.
+    """
+
+    tool_call_id: str
+    digest: str
+    approved: bool
+    arguments: Mapping[str, Any] | None = None
+    """Edited arguments to run the call with instead of the reviewed ones."""
+    message: str | None = None
+    """For a denial: what the model is told."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form (for web apps and editors that store decisions)."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "digest": self.digest,
+            "approved": self.approved,
+            "arguments": dict(self.arguments) if self.arguments is not None else None,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalDecision:
+        """Read :meth:`to_dict`'s form."""
+        return cls(
+            str(data["tool_call_id"]),
+            str(data["digest"]),
+            bool(data["approved"]),
+            data.get("arguments"),
+            data.get("message"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call waiting for a decision. Serialisable, so a person can answer it later."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    digest: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", arguments_digest(self.tool_call_id, self.tool_name, self.arguments))
+
+    def approve(self, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
+        """Allow the call, optionally with edited arguments."""
+        return ApprovalDecision(self.tool_call_id, self.digest, True, arguments)
+
+    def deny(self, message: str | None = None) -> ApprovalDecision:
+        """Refuse the call; ``message`` is what the model is told."""
+        return ApprovalDecision(self.tool_call_id, self.digest, False, None, message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "arguments": dict(self.arguments),
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
+        """Read :meth:`to_dict`'s form."""
+        return cls(str(data["tool_call_id"]), str(data["tool_name"]), dict(data["arguments"]), str(data["digest"]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """What a finished run produced.
+
+    ``transcript`` is the whole conversation (history included); ``new_messages`` only what this
+    run added. ``output`` is the validated structured output when the agent has ``output_type``.
+    """
+
+    transcript: Transcript
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    output: Any = None
+    error: BaseException | None = None
+    pending_approvals: tuple[ApprovalRequest, ...] = ()
+    start: int = 0
+    """Index in ``transcript`` of this run's first message."""
+
+    @property
+    def text(self) -> str:
+        """The final answer text (empty when the run ended without one)."""
+        final = self.final_message
+        return final.text if final is not None else ""
+
+    @property
+    def final_message(self) -> AssistantMessage | None:
+        """This run's last assistant answer, if it produced one."""
+        for i in range(len(self.transcript) - 1, self.start - 1, -1):
+            message = self.transcript[i]
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+    @property
+    def new_messages(self) -> Transcript:
+        """The messages this run added."""
+        return self.transcript[self.start :]
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallMessage, ...]:
+        """This run's tool calls, in order, each with its outcome."""
+        return tuple(m for m in self.new_messages if isinstance(m, ToolCallMessage))
+
+    @property
+    def tool_uses_in_final_turn(self) -> tuple[ToolCallMessage, ...]:
+        """The batch of tool calls of the last model response that asked for tools in this run."""
+        calls = self.tool_calls
+        if not calls:
+            return ()
+        last_batch = calls[-1].batch_id
+        return tuple(c for c in calls if c.batch_id == last_batch)
+
+    @property
+    def has_error(self) -> bool:
+        """True when the run ended with an error (see ``run(..., raise_errors=False)``)."""
+        return self.error is not None
+
+    @property
+    def needs_approval(self) -> bool:
+        """True when the run stopped because tool calls wait for a decision."""
+        return bool(self.pending_approvals)

@@ -1,0 +1,218 @@
+"""``Tool`` and the ``@tool`` decorator."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, overload
+
+from ..errors import ConfigurationError, ToolArgumentsError
+from ..models.base import ToolDefinition
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..loop.cancel import CancelToken
+
+__all__ = ["Tool", "ToolContext", "as_tool", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may learn about the call it serves; declare a parameter of this type to get it.
+
+    ``idempotency_key`` is stable for one tool call across retries and process restarts
+    (``"<session>:<call id>"``), so a tool can make its side effects happen exactly once.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    session_id: str | None = None
+    iteration: int = 0
+    cancel_token: CancelToken | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"<session or 'run'>:<tool call id>"``."""
+        return f"{self.session_id or 'run'}:{self.tool_call_id}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """A function the model can call.
+
+    Build one with :func:`tool`, or directly with a hand-written JSON schema (``parameters``), in
+    which case arguments reach ``function`` as keyword arguments without validation.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: Callable[..., Any]
+    requires_approval: bool = False
+    """Run only after an approver (or a stored decision) allows it."""
+    sequential: bool = False
+    """Not safe to run alongside other calls: runs alone, after the calls before it finish."""
+    timeout: float | None = None
+    """Seconds one call may take; ``None`` uses ``Limits.tool_timeout``."""
+    max_concurrency: int | None = None
+    """At most this many calls of this tool run at once, across all runs in the process."""
+    strict: bool | None = None
+    args_model: type[BaseModel] | None = field(default=None, repr=False)
+    context_param: str | None = field(default=None, repr=False)
+    _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
+    )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """What a provider is told about this tool."""
+        return ToolDefinition(self.name, self.description, self.parameters, self.strict)
+
+    @property
+    def is_async(self) -> bool:
+        """True when the function is a coroutine function (runs on the event loop, not a thread)."""
+        return inspect.iscoroutinefunction(self.function)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments for the function; raises :class:`ToolArgumentsError`."""
+        if self.args_model is None:
+            return dict(arguments)
+        from pydantic import ValidationError
+
+        try:
+            parsed = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_validation_message(self.name, exc)) from None
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def semaphore(self) -> asyncio.Semaphore | None:
+        """This tool's concurrency cap on the running event loop, if it has one."""
+        if self.max_concurrency is None:
+            return None
+        loop = asyncio.get_running_loop()
+        sem = self._semaphores.get(loop)
+        if sem is None:
+            sem = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return sem
+
+    async def call(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
+        """Run the function with validated ``kwargs`` (sync functions in a worker thread)."""
+        if self.context_param is not None:
+            kwargs[self.context_param] = context
+        if self.is_async:
+            return await self.function(**kwargs)
+        result = await asyncio.to_thread(self.function, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not a tool."""
+        return self.function(*args, **kwargs)
+
+
+def _validation_message(name: str, exc: Any) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+        problems.append(f"{where}: {error.get('msg')}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    sequential: bool = False,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    strict: bool | None = None,
+) -> Tool:
+    from .schema import function_schema
+
+    if not callable(fn):
+        raise ConfigurationError(f"a tool must be callable, got {fn!r}")
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name or tool_name == "<lambda>":
+        raise ConfigurationError("this callable has no usable name: pass name= to tool()")
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    schema = function_schema(fn if not isinstance(fn, functools.partial) else target, ToolContext, name=tool_name)
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ConfigurationError(f"max_concurrency of tool {tool_name!r} must be at least 1")
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else schema.description,
+        parameters=schema.parameters,
+        function=fn,
+        requires_approval=requires_approval,
+        sequential=sequential,
+        timeout=timeout,
+        max_concurrency=max_concurrency,
+        strict=strict,
+        args_model=schema.args_model,
+        context_param=schema.context_param,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    sequential: bool = False,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    strict: bool | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    sequential: bool = False,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    strict: bool | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a sync or async function into a :class:`Tool`; usable bare (``@tool``) or with options.
+
+    The name comes from the function, the description from its docstring, and the parameters'
+    JSON schema from its type hints (pydantic models, enums, ``Optional``, defaults, ``Annotated``
+    descriptions and per-parameter docstring descriptions). Sync functions run in worker threads.
+    """
+    options = {
+        "name": name,
+        "description": description,
+        "requires_approval": requires_approval,
+        "sequential": sequential,
+        "timeout": timeout,
+        "max_concurrency": max_concurrency,
+        "strict": strict,
+    }
+    if fn is not None:
+        return _build(fn, **options)  # type: ignore[arg-type]
+
+    def decorate(function: Callable[..., Any]) -> Tool:
+        return _build(function, **options)  # type: ignore[arg-type]
+
+    return decorate
+
+
+def as_tool(value: Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]) -> Tool:
+    """``value`` itself when it is a :class:`Tool`, else a tool built from the plain function."""
+    if isinstance(value, Tool):
+        return value
+    return _build(value)
