@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.wire import Reply, WireServer, json_reply
+from tests.support.wire import Recorded, Reply, WireServer, json_reply
 from tooloop.errors import (
     AuthenticationError,
     BadRequestError,
@@ -512,3 +512,46 @@ async def test_key_from_environment(wire: WireServer, monkeypatch: pytest.Monkey
 def test_unknown_option_is_rejected() -> None:
     with pytest.raises(ConfigurationError, match="colour"):
         get_model("google:gemini-2.5-flash", api_key="k", colour="red")
+
+
+# ---------------------------------------------------------------- end to end through the loop
+
+
+async def test_agent_runs_a_tool_and_sends_the_result_back(wire: WireServer) -> None:
+    from tooloop import Agent
+
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        return f"sunny in {city}"
+
+    def check_result(recorded: Recorded) -> Reply:
+        contents = recorded.json["contents"]
+        expected = {"functionResponse": {"id": "g1", "name": "get_weather", "response": {"result": "sunny in Paris"}}}
+        if contents[-1] != {"role": "user", "parts": [expected]}:
+            return error_reply(400, "INVALID_ARGUMENT", f"unexpected tool result: {contents[-1]}")
+        return reply([{"text": "It is sunny in Paris."}], prompt=30, out=6)
+
+    wire.queue(
+        reply(
+            [
+                {
+                    "functionCall": {"id": "g1", "name": "get_weather", "args": {"city": "Paris"}},
+                    "thoughtSignature": SIG_A,
+                }
+            ]
+        ),
+        check_result,
+    )
+    result = await Agent(model(wire), system="Be brief.", tools=[get_weather]).run("Weather in Paris?")
+
+    assert result.text == "It is sunny in Paris."
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.usage.input_tokens == 40 and result.usage.requests == 2
+    second = wire.requests[1].json
+    assert second["contents"][1]["parts"] == [
+        {
+            "functionCall": {"id": "g1", "name": "get_weather", "args": {"city": "Paris"}},
+            "thoughtSignature": base64.urlsafe_b64encode(b"signature-a").decode(),
+        }
+    ]
+    assert second["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"

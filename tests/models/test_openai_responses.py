@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.wire import Reply, WireServer, json_reply, sse_reply
+from tests.support.wire import Recorded, Reply, WireServer, json_reply, sse_reply
 from tooloop.errors import (
     AuthenticationError,
     BadRequestError,
@@ -522,3 +522,37 @@ async def test_stop_and_seed_are_rejected(wire: WireServer) -> None:
 def test_event_payloads_are_valid_json() -> None:
     for _, payload in Stream().text(0, "a").events:
         assert json.loads(json.dumps(payload))["type"]
+
+
+# ---------------------------------------------------------------- end to end through the loop
+
+
+async def test_agent_runs_a_tool_and_sends_the_result_back(wire: WireServer) -> None:
+    from tooloop import Agent
+
+    def get_weather(city: str) -> str:
+        """Weather for a city."""
+        return f"sunny in {city}"
+
+    def check_result(recorded: Recorded) -> Reply:
+        items = recorded.json["input"]
+        expected = {"type": "function_call_output", "call_id": "call_a", "output": "sunny in Paris"}
+        if items[-1] != expected:
+            return error(400, f"unexpected tool result: {items[-1]}", "invalid_request_error")
+        return json_reply(response([message("It is sunny in Paris.")], inp=40, out=8))
+
+    first = response([REASONING, call("call_a", "get_weather", '{"city":"Paris"}')], inp=20, out=12)
+    wire.queue(json_reply(first), check_result)
+    result = await Agent(model(wire), system="Be brief.", tools=[get_weather]).run("Weather in Paris?")
+
+    assert result.text == "It is sunny in Paris."
+    assert result.stop_reason is StopReason.END_TURN
+    assert result.usage.input_tokens == 60 and result.usage.requests == 2
+    second = wire.requests[1].json
+    assert second["instructions"] == "Be brief."
+    assert second["input"][1:] == [
+        REASONING,
+        {"type": "function_call", "call_id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "call_a", "output": "sunny in Paris"},
+    ]
+    assert second["tools"][0]["name"] == "get_weather"
