@@ -23,7 +23,10 @@ from typing import Any
 MODEL = "gemini-2.5-flash"
 _PARTS = [
     {"text": "Let me check the weather in both cities for you."},
-    {"functionCall": {"name": "get_weather", "args": {"city": "Paris", "unit": "c"}}, "thoughtSignature": "c2lnbmF0dXJl"},
+    {
+        "functionCall": {"name": "get_weather", "args": {"city": "Paris", "unit": "c"}},
+        "thoughtSignature": "c2lnbmF0dXJl",
+    },
 ]
 _USAGE = {"promptTokenCount": 400, "candidatesTokenCount": 40, "totalTokenCount": 440}
 _PLAIN = json.dumps(
@@ -34,15 +37,18 @@ _PLAIN = json.dumps(
     }
 ).encode()
 _WORDS = "Let me check the weather in both cities for you , then compare them .".split()
-_STREAM = b"".join(
-    [
-        *(
-            f"data: {json.dumps({'candidates': [{'content': {'role': 'model', 'parts': [{'text': w + ' '}]}, 'index': 0}], 'modelVersion': MODEL})}\r\n\r\n".encode()
-            for w in _WORDS
-        ),
-        f"data: {json.dumps({'candidates': [{'content': {'role': 'model', 'parts': _PARTS[1:]}, 'finishReason': 'STOP', 'index': 0}], 'usageMetadata': _USAGE, 'modelVersion': MODEL})}\r\n\r\n".encode(),
-    ]
-)
+
+
+def _event(parts: list[dict[str, Any]], final: bool = False) -> bytes:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": MODEL}
+    if final:
+        candidate["finishReason"] = "STOP"
+        body["usageMetadata"] = _USAGE
+    return f"data: {json.dumps(body)}\r\n\r\n".encode()
+
+
+_STREAM = b"".join([_event([{"text": w + " "}]) for w in _WORDS]) + _event(_PARTS[1:], final=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -73,9 +79,8 @@ def _request() -> Any:
     from tooloop.models import ModelRequest, ToolDefinition
 
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}
-    tools = tuple(ToolDefinition(f"tool_{i}", "A tool.", schema) for i in range(2)) + (
-        ToolDefinition("get_weather", "Weather for a city.", schema),
-    )
+    names = [("tool_0", "A tool."), ("tool_1", "A tool."), ("get_weather", "Weather for a city.")]
+    tools = tuple(ToolDefinition(name, description, schema) for name, description in names)
     messages: list[Any] = [SystemMessage("You are a weather assistant.")]
     for turn in range(5):
         messages.append(UserMessage(f"Question {turn}: what is the weather like?"))
