@@ -1,0 +1,521 @@
+"""Google Gemini adapter on the official ``google-genai`` SDK (``"google:..."`` / ``"gemini:..."``).
+
+Requests go through ``client.aio.models.generate_content`` (plain) or ``generate_content_stream``
+(SSE, ``alt=sse``). Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own
+function-call ids) is kept as ``ThinkingPart(provider="google")`` and under the ``"google"`` key of
+``provider_data``, and is sent back to Gemini only. See docs/providers-gemini.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import json
+import os
+import random
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ContextLengthError,
+    ModelResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderOverloadedError,
+    ProviderTimeoutError,
+    RateLimitError,
+)
+from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    StopReason,
+    SystemMessage,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from .base import ModelRequest, ModelSettings
+from .portable import ToolBatch, own_thinking, turns
+
+__all__ = ["GeminiModel", "create"]
+
+
+def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Transport and timeout errors of the HTTP libraries the SDK may use (httpx, its fork httpx2)."""
+    transport: list[type[Exception]] = []
+    timeout: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        transport.append(module.HTTPError)
+        timeout.append(module.TimeoutException)
+    return tuple(transport), tuple(timeout)
+
+
+_TRANSPORT_ERRORS, _TIMEOUT_ERRORS = _http_errors()
+_CAUGHT: tuple[type[Exception], ...] = (genai_errors.APIError, *_TRANSPORT_ERRORS)
+
+PROVIDER = "google"
+_API_VERSION = "v1beta"
+_KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+# Documented value that tells Gemini 3 to accept a function call it did not sign (history written
+# by another provider, or by hand).
+_SKIP_SIGNATURE = "skip_thought_signature_validator"
+_TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+_REFUSALS = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "LANGUAGE",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+# Finish reasons that mean the model produced something unusable; retrying the request may help.
+_BROKEN = frozenset(
+    {
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "MISSING_THOUGHT_SIGNATURE",
+        "MALFORMED_RESPONSE",
+    }
+)
+_CONTEXT_OVERFLOW = re.compile(r"token count.*exceeds|exceeds the maximum number of tokens|too many tokens", re.I)
+_GENERATION = re.compile(r"gemini-(\d+)")
+_MAX_RETRY_AFTER = 60.0  # a longer wait is the caller's decision, not a silent sleep
+
+
+def create(
+    model_name: str,
+    *,
+    provider: str = PROVIDER,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    settings: ModelSettings | None = None,
+    **options: Any,
+) -> GeminiModel:
+    """Registry factory for ``"google:<model>"`` and ``"gemini:<model>"``.
+
+    Options: ``max_retries`` (default 2), ``timeout`` (seconds), ``client`` (a ready ``genai.Client``).
+    """
+    known = {"max_retries", "timeout", "client"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
+    return GeminiModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
+
+
+class GeminiModel:
+    """A Gemini model behind the ``Model`` protocol.
+
+    The API key is ``api_key``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``. Retryable errors
+    (429, 5xx, connection failures before anything streamed) are retried ``max_retries`` times,
+    honouring the server's ``Retry-After`` header or ``RetryInfo.retryDelay``.
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        settings: ModelSettings | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        client: genai.Client | None = None,
+    ):
+        self._name = model_name
+        self._settings = settings or ModelSettings()
+        self._max_retries = max_retries
+        self._generation = _generation(model_name)
+        self._client = client or _client(api_key, base_url, timeout)
+
+    @property
+    def name(self) -> str:
+        """The Gemini model name, e.g. ``"gemini-2.5-flash"``."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"GeminiModel({self._name!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the underlying client."""
+        await self._client.aio.aclose()
+
+    async def __aenter__(self) -> GeminiModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
+        """Send ``request`` to Gemini; stream when ``on_event`` is given (or ``settings.stream``)."""
+        settings = self._settings.merged(request.settings)
+        contents, system = _contents(request.messages, sign_foreign=self._generation >= 3)
+        config = cast("genai_types.GenerateContentConfigDict", _config(request, settings, system, self._generation))
+        stream = settings.stream if settings.stream is not None else on_event is not None
+        attempt = 0
+        while True:
+            reader = _Reader(self._name, on_event)
+            try:
+                if stream:
+                    chunks = await self._client.aio.models.generate_content_stream(
+                        model=self._name, contents=contents, config=config
+                    )
+                    async for chunk in chunks:
+                        reader.add(chunk)
+                    return reader.finish(streamed=True)
+                reader.add(
+                    await self._client.aio.models.generate_content(model=self._name, contents=contents, config=config)
+                )
+                return reader.finish(streamed=False)
+            except _CAUGHT as exc:
+                error = _provider_error(exc)
+                delay = _backoff(error, attempt)
+                if delay is None or attempt >= self._max_retries or reader.emitted:
+                    raise error from exc
+            await asyncio.sleep(delay)
+            attempt += 1
+
+
+def _client(api_key: str | None, base_url: str | None, timeout: float | None) -> genai.Client:
+    key = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
+    if not key:
+        raise ConfigurationError(
+            "no Gemini API key: pass api_key=... or set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment"
+        )
+    # v1beta carries parametersJsonSchema / responseJsonSchema. The SDK's own retries stay off
+    # (no retry_options): ours honour Retry-After and RetryInfo.
+    options = genai_types.HttpOptions(
+        base_url=base_url, api_version=_API_VERSION, timeout=None if timeout is None else int(timeout * 1000)
+    )
+    return genai.Client(api_key=key, vertexai=False, http_options=options)
+
+
+def _generation(model_name: str) -> int:
+    """The Gemini major version in the name (``gemini-3-pro`` -> 3); unknown names count as current."""
+    match = _GENERATION.search(model_name)
+    return int(match.group(1)) if match else 99
+
+
+# ----------------------------------------------------------------------------------------------
+# Request
+
+
+def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    contents: list[dict[str, Any]] = []
+    system: list[str] = []
+    for item in turns(messages):
+        if isinstance(item, SystemMessage):
+            system.append(item.text)
+        elif isinstance(item, UserMessage):
+            contents.append({"role": "user", "parts": [{"text": item.text}]})
+        elif isinstance(item, AssistantMessage):
+            parts = _assistant_parts(item)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif isinstance(item, ToolBatch):
+            contents.extend(_batch_contents(item, sign_foreign))
+    return contents, system
+
+
+def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for part in own_thinking(thinking, PROVIDER):
+        thought: dict[str, Any] = {"text": part.text, "thought": True}
+        if part.signature:
+            thought["thought_signature"] = _unsign(part.signature)
+        parts.append(thought)
+    return parts
+
+
+def _text_part(text: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    signature = data.get("text_signature")
+    if not text and not signature:
+        return []
+    part: dict[str, Any] = {"text": text}
+    if signature:
+        part["thought_signature"] = _unsign(signature)
+    return [part]
+
+
+def _assistant_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    data = message.provider_data.get(PROVIDER) or {}
+    return _thought_parts(message.thinking) + _text_part(message.text or message.refusal or "", data)
+
+
+def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]]:
+    first = batch.first
+    data = first.provider_data.get(PROVIDER) or {}
+    signatures: Mapping[str, str] = data.get("signatures") or {}
+    native_ids = set(data.get("ids") or ())
+    parts = _thought_parts(first.thinking) + _text_part(batch.text, data)
+    results: list[dict[str, Any]] = []
+    for index, call in enumerate(batch.calls):
+        function_call: dict[str, Any] = {"name": call.tool_name, "args": dict(call.arguments)}
+        response: dict[str, Any] = {
+            "name": call.tool_name,
+            "response": {"error" if call.is_error else "result": call.content},
+        }
+        if call.tool_call_id in native_ids:
+            function_call["id"] = response["id"] = call.tool_call_id
+        part: dict[str, Any] = {"function_call": function_call}
+        signature = signatures.get(call.tool_call_id)
+        if signature:
+            part["thought_signature"] = _unsign(signature)
+        elif index == 0 and sign_foreign and not signatures:
+            part["thought_signature"] = _unsign(_SKIP_SIGNATURE)
+        parts.append(part)
+        results.append({"function_response": response})
+    return [{"role": "model", "parts": parts}, {"role": "user", "parts": results}]
+
+
+def _config(request: ModelRequest, settings: ModelSettings, system: list[str], generation: int) -> dict[str, Any]:
+    config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
+    if system:
+        config["system_instruction"] = {"parts": [{"text": text} for text in system]}
+    if request.tools:
+        config["tools"] = [
+            {
+                "function_declarations": [
+                    {"name": t.name, "description": t.description, "parameters_json_schema": dict(t.parameters)}
+                    for t in request.tools
+                ]
+            }
+        ]
+        if request.tool_choice != "auto":
+            config["tool_config"] = {"function_calling_config": {"mode": _TOOL_CHOICE[request.tool_choice]}}
+    # Before Gemini 3, JSON mode and function calling cannot be combined in one request.
+    if request.output is not None and (not request.tools or generation >= 3):
+        config["response_mime_type"] = "application/json"
+        config["response_json_schema"] = dict(request.output.schema)
+    for name, value in (
+        ("temperature", settings.temperature),
+        ("max_output_tokens", settings.max_tokens),
+        ("top_p", settings.top_p),
+        ("stop_sequences", list(settings.stop) if settings.stop is not None else None),
+        ("seed", settings.seed),
+    ):
+        if value is not None:
+            config[name] = value
+    config.update(settings.extra)
+    return config
+
+
+def _sign(signature: bytes) -> str:
+    return base64.urlsafe_b64encode(signature).decode("ascii")
+
+
+def _unsign(signature: str) -> bytes:
+    return base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+
+
+# ----------------------------------------------------------------------------------------------
+# Response
+
+
+class _Reader:
+    """Accumulates one response from its chunks (a plain response is a single chunk)."""
+
+    def __init__(self, model_name: str, on_event: EventHandler | None):
+        self.on_event = on_event
+        self.emitted = False
+        self.model = model_name
+        self.text: list[str] = []
+        self.thinking: list[ThinkingPart] = []
+        self.thought: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.signatures: dict[str, str] = {}
+        self.native_ids: list[str] = []
+        self.text_signature: str | None = None
+        self.finish_reason: str | None = None
+        self.finish_message: str | None = None
+        self.block: str | None = None
+        self.usage: genai_types.GenerateContentResponseUsageMetadata | None = None
+
+    def _emit(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
+        if self.on_event is not None:
+            self.emitted = True
+            self.on_event(event)
+
+    def add(self, chunk: genai_types.GenerateContentResponse) -> None:
+        if chunk.usage_metadata is not None:
+            self.usage = chunk.usage_metadata
+        if chunk.model_version:
+            self.model = chunk.model_version
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason:
+            self.block = " ".join(filter(None, [str(feedback.block_reason), feedback.block_reason_message]))
+        if not chunk.candidates:
+            return
+        candidate = chunk.candidates[0]
+        if candidate.content is not None and candidate.content.parts:
+            for part in candidate.content.parts:
+                self._part(part)
+        if candidate.finish_reason:
+            self.finish_reason = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+            self.finish_message = candidate.finish_message
+
+    def _part(self, part: genai_types.Part) -> None:
+        signature = _sign(part.thought_signature) if part.thought_signature else None
+        if part.thought:
+            if part.text:
+                self.thought.append(part.text)
+                self._emit(ThinkingDelta(part.text))
+            if signature:
+                self._close_thought(signature)
+            return
+        self._close_thought(None)
+        if part.function_call is not None:
+            self._call(part.function_call, signature)
+            return
+        if part.text:
+            self.text.append(part.text)
+            self._emit(TextDelta(part.text))
+        if signature:
+            self.text_signature = signature
+
+    def _close_thought(self, signature: str | None) -> None:
+        if self.thought or signature:
+            self.thinking.append(ThinkingPart("".join(self.thought), signature=signature, provider=PROVIDER))
+            self.thought = []
+
+    def _call(self, call: genai_types.FunctionCall, signature: str | None) -> None:
+        call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
+        if call.id:
+            self.native_ids.append(call.id)
+        if signature:
+            self.signatures[call_id] = signature
+        arguments = dict(call.args or {})
+        self.calls.append(ToolCall(call_id, call.name or "", arguments))
+        if self.on_event is not None:
+            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, call.name, json.dumps(arguments)))
+
+    def finish(self, *, streamed: bool) -> ModelResponse:
+        self._close_thought(None)
+        reason = self.finish_reason
+        if self.block is None and reason is None:
+            if streamed:
+                raise ProviderConnectionError("the Gemini stream ended before the response finished", provider=PROVIDER)
+            raise ModelResponseError("Gemini returned no candidate and no block reason", provider=PROVIDER)
+        if reason in _BROKEN:
+            detail = f": {self.finish_message}" if self.finish_message else ""
+            raise ModelResponseError(f"Gemini stopped with {reason}{detail}", provider=PROVIDER)
+        stop = StopReason.TOOL_USE if self.calls else StopReason.END_TURN
+        refusal = None
+        if self.block is not None:
+            stop, refusal = StopReason.REFUSAL, f"prompt blocked: {self.block}"
+        elif reason in _REFUSALS:
+            stop, refusal = StopReason.REFUSAL, self.finish_message or f"response blocked: {reason}"
+        elif reason == "MAX_TOKENS":
+            stop = StopReason.MAX_TOKENS
+        return ModelResponse(
+            "".join(self.text),
+            tuple(self.calls),
+            stop,
+            _usage(self.usage, len(self.calls)),
+            thinking=tuple(self.thinking),
+            refusal=refusal,
+            model=self.model,
+            provider_data=self._provider_data(),
+        )
+
+    def _provider_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.signatures:
+            data["signatures"] = self.signatures
+        if self.native_ids:
+            data["ids"] = self.native_ids
+        if self.text_signature:
+            data["text_signature"] = self.text_signature
+        return {PROVIDER: data} if data else {}
+
+
+def _usage(meta: genai_types.GenerateContentResponseUsageMetadata | None, tool_calls: int) -> Usage:
+    if meta is None:
+        return Usage(tool_calls=tool_calls)
+    thoughts = meta.thoughts_token_count or 0
+    return Usage(
+        input_tokens=(meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0),
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
+        tool_calls=tool_calls,
+        cache_read_tokens=meta.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors
+
+
+def _provider_error(exc: Exception) -> ProviderError:
+    if isinstance(exc, _TIMEOUT_ERRORS):
+        return ProviderTimeoutError(f"Gemini request timed out: {exc}", provider=PROVIDER)
+    if not isinstance(exc, genai_errors.APIError):
+        return ProviderConnectionError(f"connection to Gemini failed: {exc!r}", provider=PROVIDER)
+    code = exc.code
+    message = f"Gemini API error {code} {exc.status or ''}: {exc.message or exc.details}".replace("  ", " ")
+    kwargs: dict[str, Any] = {"status_code": code, "provider": PROVIDER, "body": exc.details}
+    text = exc.message or ""
+    if code in (401, 403) or "API_KEY_INVALID" in json.dumps(exc.details) or "API key not valid" in text:
+        return AuthenticationError(message, **kwargs)
+    if code == 429:
+        return RateLimitError(message, retry_after=_retry_after(exc), **kwargs)
+    if code in (408, 504):
+        return ProviderTimeoutError(message, **kwargs)
+    if code >= 500:
+        return ProviderOverloadedError(message, **kwargs)
+    if _CONTEXT_OVERFLOW.search(text):
+        return ContextLengthError(message, **kwargs)
+    return BadRequestError(message, **kwargs)
+
+
+def _retry_after(exc: genai_errors.APIError) -> float | None:
+    headers = getattr(exc.response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+    error = exc.details.get("error", exc.details) if isinstance(exc.details, dict) else {}
+    for detail in error.get("details") or ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
+
+
+def _backoff(error: ProviderError, attempt: int) -> float | None:
+    """Seconds to wait before retrying, or None when retrying is pointless."""
+    if not error.retryable:
+        return None
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        return float(retry_after) if retry_after <= _MAX_RETRY_AFTER else None
+    return float(min(0.5 * 2**attempt, 8.0) * (0.5 + random.random() / 2))

@@ -1,0 +1,408 @@
+"""OpenAI Responses API adapter on the official ``openai`` SDK (``"openai-responses:..."``).
+
+Requests are stateless: ``store=False`` and, for reasoning models, ``include=["reasoning.encrypted_content"]``,
+so a response's reasoning items (kept in ``provider_data["openai-responses"]``) can be sent back
+with the conversation instead of being looked up on OpenAI's servers. See
+docs/providers-openai-responses.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import openai
+from openai.types.responses import Response
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ContextLengthError,
+    ModelResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderOverloadedError,
+    ProviderTimeoutError,
+    RateLimitError,
+)
+from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    StopReason,
+    SystemMessage,
+    ThinkingPart,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from .base import ModelRequest, ModelSettings
+from .portable import IdMapper, ToolBatch, turns
+
+__all__ = ["OpenAIResponsesModel", "create"]
+
+PROVIDER = "openai-responses"
+_NO_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-4o)")
+_CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context", re.I)
+
+
+def create(
+    model_name: str,
+    *,
+    provider: str = PROVIDER,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    settings: ModelSettings | None = None,
+    **options: Any,
+) -> OpenAIResponsesModel:
+    """Registry factory for ``"openai-responses:<model>"``.
+
+    Options: ``max_retries`` (default 2, done by the SDK, honouring ``Retry-After``), ``timeout``
+    (seconds), ``reasoning`` (the request's ``reasoning`` object, e.g. ``{"effort": "low",
+    "summary": "auto"}``), ``include_reasoning`` (request encrypted reasoning; default: on unless
+    the model name starts with gpt-4/gpt-3.5), ``client`` (a ready ``AsyncOpenAI``).
+    """
+    known = {"max_retries", "timeout", "reasoning", "include_reasoning", "client"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
+    return OpenAIResponsesModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
+
+
+class OpenAIResponsesModel:
+    """An OpenAI model behind the ``Model`` protocol, through ``client.responses.create``.
+
+    The API key is ``api_key``, else ``OPENAI_API_KEY``.
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        settings: ModelSettings | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        reasoning: Mapping[str, Any] | None = None,
+        include_reasoning: bool | None = None,
+        client: openai.AsyncOpenAI | None = None,
+    ):
+        self._name = model_name
+        self._settings = settings or ModelSettings()
+        self._reasoning = dict(reasoning) if reasoning else None
+        if include_reasoning is None:
+            include_reasoning = reasoning is not None or not _NO_REASONING.match(model_name)
+        self._include = ["reasoning.encrypted_content"] if include_reasoning else None
+        self._client = client or _client(api_key, base_url, max_retries, timeout)
+
+    @property
+    def name(self) -> str:
+        """The OpenAI model name, e.g. ``"gpt-5"``."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesModel({self._name!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the underlying client."""
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIResponsesModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
+        """Send ``request``; stream when ``on_event`` is given (or ``settings.stream``)."""
+        settings = self._settings.merged(request.settings)
+        params = self._params(request, settings)
+        stream = settings.stream if settings.stream is not None else on_event is not None
+        try:
+            if not stream:
+                return _read(await self._client.responses.create(**params))
+            events = await self._client.responses.create(**params, stream=True)
+            return await _Streamer(on_event).run(events)
+        except openai.APIError as exc:
+            raise _provider_error(exc) from exc
+
+    def _params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
+        if settings.stop is not None or settings.seed is not None:
+            raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
+        instructions, items = _input(request.messages)
+        params: dict[str, Any] = {"model": self._name, "input": items, "store": False}
+        if instructions:
+            params["instructions"] = instructions
+        if self._include:
+            params["include"] = self._include
+        if self._reasoning:
+            params["reasoning"] = self._reasoning
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                    "strict": bool(t.strict),
+                }
+                for t in request.tools
+            ]
+            params["tool_choice"] = request.tool_choice
+        if request.output is not None:
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "name": request.output.name,
+                "schema": dict(request.output.schema),
+                "strict": request.output.strict,
+            }
+            if request.output.description:
+                fmt["description"] = request.output.description
+            params["text"] = {"format": fmt}
+        for name, value in (
+            ("temperature", settings.temperature),
+            ("max_output_tokens", settings.max_tokens),
+            ("top_p", settings.top_p),
+            ("parallel_tool_calls", settings.parallel_tool_calls),
+        ):
+            if value is not None:
+                params[name] = value
+        if settings.extra:
+            params["extra_body"] = dict(settings.extra)
+        return params
+
+
+def _client(api_key: str | None, base_url: str | None, max_retries: int, timeout: float | None) -> openai.AsyncOpenAI:
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise ConfigurationError("no OpenAI API key: pass api_key=... or set OPENAI_API_KEY in the environment")
+    kwargs: dict[str, Any] = {"api_key": key, "base_url": base_url, "max_retries": max_retries}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    return openai.AsyncOpenAI(**kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Request
+
+
+def _input(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``instructions`` (the leading system messages) and the input items."""
+    ids = IdMapper()
+    leading: list[str] = []
+    items: list[dict[str, Any]] = []
+    for item in turns(messages):
+        if isinstance(item, SystemMessage):
+            if items:
+                items.append({"type": "message", "role": "developer", "content": item.text})
+            else:
+                leading.append(item.text)
+        elif isinstance(item, UserMessage):
+            items.append({"type": "message", "role": "user", "content": item.text})
+        elif isinstance(item, AssistantMessage):
+            items.extend(_reasoning(item.provider_data))
+            text = item.text or item.refusal
+            if text:
+                items.append(_output_message(text))
+        elif isinstance(item, ToolBatch):
+            items.extend(_batch_items(item, ids))
+    return "\n\n".join(leading), items
+
+
+def _reasoning(provider_data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    data = provider_data.get(PROVIDER) or {}
+    return [dict(r) for r in data.get("reasoning") or ()]
+
+
+def _output_message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def _batch_items(batch: ToolBatch, ids: IdMapper) -> list[dict[str, Any]]:
+    items = _reasoning(batch.first.provider_data)
+    if batch.text:
+        items.append(_output_message(batch.text))
+    outputs: list[dict[str, Any]] = []
+    for call in batch.calls:
+        call_id = ids(call.tool_call_id)
+        arguments = call.raw_arguments if call.raw_arguments is not None else _json_text(call.arguments)
+        items.append({"type": "function_call", "call_id": call_id, "name": call.tool_name, "arguments": arguments})
+        outputs.append({"type": "function_call_output", "call_id": call_id, "output": call.content})
+    return items + outputs
+
+
+def _json_text(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Response
+
+
+def _read(response: Response) -> ModelResponse:
+    """The neutral response for a complete ``Response`` (the plain body or the stream's last event)."""
+    if response.status == "failed":
+        raise _response_failure(response)
+    text: list[str] = []
+    refusal: list[str] = []
+    thinking: list[ThinkingPart] = []
+    reasoning: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    for item in response.output:
+        if item.type == "message":
+            for content in item.content:
+                if content.type == "output_text":
+                    text.append(content.text)
+                elif content.type == "refusal":
+                    refusal.append(content.refusal)
+        elif item.type == "function_call":
+            if item.status in (None, "completed"):  # a call cut off by the token limit never runs
+                calls.append(ToolCall(item.call_id, item.name, item.arguments or "{}"))
+        elif item.type == "reasoning":
+            summary = "\n\n".join(s.text for s in item.summary)
+            if summary:
+                thinking.append(ThinkingPart(summary, provider=PROVIDER))
+            if item.encrypted_content:
+                reasoning.append(item.model_dump(mode="json", exclude_none=True, exclude={"status"}))
+    return ModelResponse(
+        "".join(text),
+        tuple(calls),
+        _stop_reason(response, bool(calls), bool(refusal)),
+        _usage(response, len(calls)),
+        thinking=tuple(thinking),
+        refusal="".join(refusal) or None,
+        model=response.model,
+        provider_data={PROVIDER: {"reasoning": reasoning}} if reasoning else {},
+    )
+
+
+def _stop_reason(response: Response, has_calls: bool, refused: bool) -> StopReason:
+    if response.status == "incomplete":
+        reason = response.incomplete_details.reason if response.incomplete_details else None
+        if reason == "content_filter":
+            return StopReason.REFUSAL
+        return StopReason.MAX_TOKENS
+    if refused:
+        return StopReason.REFUSAL
+    return StopReason.TOOL_USE if has_calls else StopReason.END_TURN
+
+
+def _usage(response: Response, tool_calls: int) -> Usage:
+    usage = response.usage
+    if usage is None:
+        return Usage(tool_calls=tool_calls)
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        tool_calls=tool_calls,
+        cache_read_tokens=usage.input_tokens_details.cached_tokens or 0,
+        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+    )
+
+
+class _Streamer:
+    """Forwards stream deltas to ``on_event`` and returns the response of the terminal event."""
+
+    def __init__(self, on_event: EventHandler | None):
+        self.on_event = on_event
+        self.call_index: dict[int, int] = {}
+
+    async def run(self, events: Any) -> ModelResponse:
+        async for event in events:
+            final = self._event(event)
+            if final is not None:
+                return final
+        raise ProviderConnectionError("the OpenAI stream ended before the response finished", provider=PROVIDER)
+
+    def _event(self, event: Any) -> ModelResponse | None:
+        # ``event`` is one member of the SDK's ResponseStreamEvent union, told apart by ``type``.
+        kind = event.type
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            return _read(cast(Response, event.response))
+        if kind == "error":
+            raise _stream_error(event.code, event.message)
+        on_event = self.on_event
+        if on_event is None:
+            return None
+        if kind == "response.output_text.delta":
+            on_event(TextDelta(event.delta))
+        elif kind == "response.reasoning_summary_text.delta":
+            on_event(ThinkingDelta(event.delta))
+        elif kind == "response.function_call_arguments.delta":
+            index = self.call_index.get(event.output_index)
+            if index is not None:
+                on_event(ToolCallDelta(index, arguments_delta=event.delta))
+        elif kind == "response.output_item.added" and event.item.type == "function_call":
+            index = self.call_index[event.output_index] = len(self.call_index)
+            on_event(ToolCallDelta(index, event.item.call_id, event.item.name))
+        return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors (to be unified with the Chat Completions adapter's mapping)
+
+
+def _provider_error(exc: openai.APIError) -> ProviderError:
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeoutError(f"OpenAI request timed out: {exc}", provider=PROVIDER)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderConnectionError(f"connection to OpenAI failed: {exc.__cause__ or exc}", provider=PROVIDER)
+    status = getattr(exc, "status_code", None)
+    kwargs: dict[str, Any] = {"status_code": status, "provider": PROVIDER, "body": exc.body}
+    message = f"OpenAI API error {status}: {exc.message}" if status else f"OpenAI API error: {exc.message}"
+    code = getattr(exc, "code", None)
+    if status in (401, 403):
+        return AuthenticationError(message, **kwargs)
+    if status == 429:
+        return RateLimitError(message, retry_after=_retry_after(exc), **kwargs)
+    if status in (408, 504):
+        return ProviderTimeoutError(message, **kwargs)
+    if status is not None and status >= 500:
+        return ProviderOverloadedError(message, **kwargs)
+    if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(exc.message):
+        return ContextLengthError(message, **kwargs)
+    if status is None:
+        return _stream_error(code, exc.message)
+    return BadRequestError(message, **kwargs)
+
+
+def _retry_after(exc: openai.APIError) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+def _stream_error(code: str | None, message: str) -> ProviderError:
+    """An error reported inside a 200 stream (``error`` event or ``response.failed``)."""
+    text = f"OpenAI error {code}: {message}" if code else f"OpenAI error: {message}"
+    if code in ("rate_limit_exceeded",):
+        return RateLimitError(text, provider=PROVIDER)
+    if code in ("server_error", "server_is_overloaded", "slow_down"):
+        return ProviderOverloadedError(text, provider=PROVIDER)
+    if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(message):
+        return ContextLengthError(text, provider=PROVIDER)
+    if code and code.startswith("invalid"):
+        return BadRequestError(text, provider=PROVIDER)
+    return ModelResponseError(text, provider=PROVIDER)
+
+
+def _response_failure(response: Response) -> ProviderError:
+    error = response.error
+    if error is None:
+        return ModelResponseError("OpenAI response failed without an error", provider=PROVIDER)
+    return _stream_error(error.code, error.message)
