@@ -18,6 +18,7 @@ from .loop.result import ApprovalDecision, RunResult
 from .loop.run import ContextShaper, Journal, Run, RunConfig
 from .loop.toolphase import Approver
 from .messages import Message, StopReason, Usage
+from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
 from .store.journal import SessionBinding, default_store_url
@@ -265,8 +266,14 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, **kwargs))
+            return asyncio.run(self._run_once(prompt, **kwargs))
         raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
+
+    async def _run_once(self, prompt: str | None, **kwargs: Any) -> RunResult:
+        try:
+            return await self.run(prompt, **kwargs)
+        finally:
+            await close_loop_clients()
 
     def conversation(
         self,

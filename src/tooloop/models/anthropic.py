@@ -116,7 +116,7 @@ class AnthropicModel:
         plain_any_size: bool = False,
     ) -> None:
         self._name = model_name
-        self._clients = PerLoop(client, client_factory)
+        self._clients = PerLoop(client, client_factory, _close)
         self._settings = settings or ModelSettings()
         self.provider = provider
         self._native_output = native_output
@@ -197,3 +197,7 @@ class AnthropicModel:
             return await read_stream(AsyncStream.raw_events(response), on_event, output_tool)
         finally:
             await response.aclose()
+
+
+async def _close(client: AsyncAnthropic) -> None:
+    await client.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import importlib
 import json
 import os
@@ -47,6 +48,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .portable import ToolBatch, own_thinking, turns
 
@@ -150,7 +152,8 @@ class GeminiModel:
         self._settings = settings or ModelSettings()
         self._max_retries = max_retries
         self._generation = _generation(model_name)
-        self._client = client or _client(api_key, base_url, timeout)
+        make = functools.partial(_client, api_key, base_url, timeout)
+        self._clients = PerLoop(client, None) if client is not None else PerLoop(make(), make, _close)
 
     @property
     def name(self) -> str:
@@ -162,7 +165,8 @@ class GeminiModel:
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the underlying client."""
-        await self._client.aio.aclose()
+        for client in self._clients.all():
+            await client.aio.aclose()
 
     async def __aenter__(self) -> GeminiModel:
         return self
@@ -181,14 +185,16 @@ class GeminiModel:
             reader = _Reader(self._name, on_event)
             try:
                 if stream:
-                    chunks = await self._client.aio.models.generate_content_stream(
+                    chunks = await self._clients.get().aio.models.generate_content_stream(
                         model=self._name, contents=contents, config=config
                     )
                     async for chunk in chunks:
                         reader.add(chunk)
                     return reader.finish(streamed=True)
                 reader.add(
-                    await self._client.aio.models.generate_content(model=self._name, contents=contents, config=config)
+                    await self._clients.get().aio.models.generate_content(
+                        model=self._name, contents=contents, config=config
+                    )
                 )
                 return reader.finish(streamed=False)
             except _CAUGHT as exc:
@@ -519,3 +525,7 @@ def _backoff(error: ProviderError, attempt: int) -> float | None:
     if retry_after is not None:
         return float(retry_after) if retry_after <= _MAX_RETRY_AFTER else None
     return float(min(0.5 * 2**attempt, 8.0) * (0.5 + random.random() / 2))
+
+
+async def _close(client: Any) -> None:
+    await client.aio.aclose()

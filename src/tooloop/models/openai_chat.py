@@ -141,7 +141,7 @@ class OpenAIChatModel:
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
         self.name = model_name
         self.provider = provider
-        self._clients = PerLoop(client, client_factory)
+        self._clients = PerLoop(client, client_factory, _close)
         self._settings = settings or ModelSettings()
         self._native_output = native_output
         self._system_role = system_role
@@ -152,9 +152,8 @@ class OpenAIChatModel:
         self._tools_out: list[dict[str, Any]] = []
 
     def __repr__(self) -> str:
-        return (
-            f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={str(self._clients.first.base_url)!r})"
-        )
+        base_url = str(self._clients.first.base_url)
+        return f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={base_url!r})"
 
     async def aclose(self) -> None:
         """Close the client's connections (the model cannot be used afterwards)."""
@@ -327,3 +326,7 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+async def _close(client: AsyncOpenAI) -> None:
+    await client.close()

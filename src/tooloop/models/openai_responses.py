@@ -8,6 +8,7 @@ docs/providers-openai-responses.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -41,6 +42,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .portable import IdMapper, ToolBatch, turns
 
@@ -101,7 +103,8 @@ class OpenAIResponsesModel:
         if include_reasoning is None:
             include_reasoning = reasoning is not None or not _NO_REASONING.match(model_name)
         self._include = ["reasoning.encrypted_content"] if include_reasoning else None
-        self._client = client or _client(api_key, base_url, max_retries, timeout)
+        make = functools.partial(_client, api_key, base_url, max_retries, timeout)
+        self._clients = PerLoop(client, None) if client is not None else PerLoop(make(), make, _close)
 
     @property
     def name(self) -> str:
@@ -113,7 +116,8 @@ class OpenAIResponsesModel:
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the underlying client."""
-        await self._client.close()
+        for client in self._clients.all():
+            await client.close()
 
     async def __aenter__(self) -> OpenAIResponsesModel:
         return self
@@ -128,8 +132,8 @@ class OpenAIResponsesModel:
         stream = settings.stream if settings.stream is not None else on_event is not None
         try:
             if not stream:
-                return _read(await self._client.responses.create(**params))
-            events = await self._client.responses.create(**params, stream=True)
+                return _read(await self._clients.get().responses.create(**params))
+            events = await self._clients.get().responses.create(**params, stream=True)
             return await _Streamer(on_event).run(events)
         except openai.APIError as exc:
             raise _provider_error(exc) from exc
@@ -406,3 +410,7 @@ def _response_failure(response: Response) -> ProviderError:
     if error is None:
         return ModelResponseError("OpenAI response failed without an error", provider=PROVIDER)
     return _stream_error(error.code, error.message)
+
+
+async def _close(client: Any) -> None:
+    await client.close()
