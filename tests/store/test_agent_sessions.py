@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from tooloop import Agent, ModelRequest, ModelResponse, StopReason, ToolCall, ToolCallStatus, UserMessage, tool
+from tooloop import (
+    Agent,
+    AssistantMessage,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolCall,
+    ToolCallStatus,
+    UserMessage,
+    tool,
+)
 from tooloop.context.policy import ContextPolicy
 from tooloop.store import open_store
 from tooloop.testing import FunctionModel, ScriptedModel
@@ -102,3 +112,39 @@ async def test_a_store_without_a_session_id_is_a_configuration_error(tmp_path: P
 
     with pytest.raises(ConfigurationError, match="session id"):
         await Agent(ScriptedModel(["x"]), store=f"sqlite:///{tmp_path / 'x.db'}").run("hi")
+
+
+async def test_context_length_exceeded_prunes_with_the_policy_and_retries_once() -> None:
+    from tooloop import ContextLengthError
+    from tooloop.messages import Message
+
+    history: list[Message] = []
+    for i in range(10):
+        history += [UserMessage(f"old question {i} " * 20), AssistantMessage(f"old answer {i} " * 20)]
+    sizes: list[int] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        sizes.append(len(request.messages))
+        if len(request.messages) > 10:
+            raise ContextLengthError("prompt is too long", status_code=400)
+        return ModelResponse("short enough now")
+
+    agent = Agent(FunctionModel(model), context=ContextPolicy(max_tokens=1_000_000))
+    result = await agent.run("new question", history=history)
+
+    assert result.text == "short enough now"
+    assert sizes[0] == 21 and sizes[1] <= 10  # the first request overflowed; the retry was pruned
+    assert len(result.transcript) == 22  # the transcript itself keeps everything
+    assert result.transcript[-2] == UserMessage("new question")
+
+
+async def test_a_second_context_length_error_is_raised_with_the_transcript() -> None:
+    from tooloop import ContextLengthError
+
+    def model(request: ModelRequest) -> ModelResponse:
+        raise ContextLengthError("prompt is too long", status_code=400)
+
+    agent = Agent(FunctionModel(model), context=ContextPolicy(max_tokens=1_000_000))
+    with pytest.raises(ContextLengthError) as caught:
+        await agent.run("hello")
+    assert list(caught.value.transcript or ()) == [UserMessage("hello")]

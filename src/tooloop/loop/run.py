@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import (
+    ContextBudgetError,
     ContextLengthError,
     OutputValidationError,
     RunError,
@@ -404,18 +405,32 @@ class Run:
         handler = self._model_event if self._on_event is not None else None
         try:
             response = await self.model.respond(request, handler)
-        except ContextLengthError:
-            if self.config.context is None:
+        except ContextLengthError as exc:
+            smaller = await self._shape_after_overflow(request.messages)
+            if smaller is None:
                 raise
             self._partial = None
-            request = self._request = replace(request, messages=await self._shape(overflow=True))
-            response = await self.model.respond(request, handler)
+            request = self._request = replace(request, messages=smaller)
+            try:
+                response = await self.model.respond(request, handler)
+            except ContextLengthError as again:
+                raise again from exc
         self._partial = None
         self._response = response
         usage = response.usage
         self.usage = self.usage + (usage if usage.requests == 1 else replace(usage, requests=1))
         self.emit(ModelRequestFinished(self.iteration, response, self.usage))
         return response
+
+    async def _shape_after_overflow(self, sent: Sequence[Message]) -> Sequence[Message] | None:
+        """A smaller request after the provider said the last one was too long; None if none helps."""
+        if self.config.context is None:
+            return None
+        try:
+            smaller = await self._shape(overflow=True)
+        except ContextBudgetError:
+            return None
+        return smaller if len(smaller) < len(sent) else None
 
     async def _shape(self, *, overflow: bool) -> Sequence[Message]:
         base: Sequence[Message] = self.transcript
