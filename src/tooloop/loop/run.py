@@ -148,6 +148,7 @@ class Run:
         self._response: ModelResponse | None = None
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self._deadline: float | None = None
+        self._batch_prefix: str | None = None
 
     # ------------------------------------------------------------------ driving
 
@@ -311,11 +312,12 @@ class Run:
                 await self._final_answer()
             return
         response = await self._request_model("auto")
-        control = await call_hook(self.hooks.on_model_response, self.step_context())
-        if control.action == "override" and control.response is not None:
-            response = self._response = control.response
-        if control.action == "stop":
-            self._stop(control.reason)
+        if self.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
+            control = await call_hook(self.hooks.on_model_response, self.step_context())
+            if control.action == "override" and control.response is not None:
+                response = self._response = control.response
+            if control.action == "stop":
+                self._stop(control.reason)
         await self._record_response(response)
 
     def _limit_reached(self) -> StopReason | None:
@@ -392,7 +394,9 @@ class Run:
         if not response.tool_calls:
             await self._answered(response)
             return
-        batch_id = f"{uuid.uuid4().hex[:12]}-{self.iteration}"
+        if self._batch_prefix is None:
+            self._batch_prefix = uuid.uuid4().hex[:12]  # one random part per run, not per batch
+        batch_id = f"{self._batch_prefix}-{self.iteration}"
         slots = slots_from_response(response, batch_id, self)
         if self.stop_reason is not None or response.stop_reason is StopReason.MAX_TOKENS or self._budget_spent():
             await self._refuse_batch(slots, response)
