@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,10 +41,12 @@ sys.path.insert(0, str(REPO / "src"))  # measure this checkout
 
 from tooloop import (  # noqa: E402
     Agent,
+    Message,
     ModelRequest,
     ModelResponse,
     RunFinished,
     ToolCall,
+    ToolCallMessage,
     Transcript,
     UserMessage,
 )
@@ -65,7 +68,9 @@ class Script:
         self.turn = 0
         self.replies = [
             ModelResponse(
-                tool_calls=[ToolCall(f"call_{r}_{i}", "add", f'{{"a": {10 * r + i + 1}, "b": {i + 2}}}') for i in range(k)]
+                tool_calls=[
+                    ToolCall(f"call_{r}_{i}", "add", f'{{"a": {10 * r + i + 1}, "b": {i + 2}}}') for i in range(k)
+                ]
             )
             for r in range(t)
         ]
@@ -156,16 +161,21 @@ def section_turns(reps: int, n: int) -> None:
             cpu, wall = measure(fn, reps, n)
             floor = floor or cpu
             turns = t + 1
-            print(f"| {name} | {k} | {1e6 * cpu / turns:.0f} | {1e6 * wall / turns:.0f} | {1e6 * cpu:.0f} | {cpu / floor:.1f}x |")
+            cells = f"{1e6 * cpu / turns:.0f} | {1e6 * wall / turns:.0f} | {1e6 * cpu:.0f} | {cpu / floor:.1f}x"
+            print(f"| {name} | {k} | {cells} |")
 
 
 def history_of(size: int) -> Transcript:
     """A finished conversation of ``size`` messages (user, one call, answer, repeated)."""
-    messages = []
+    messages: list[Message] = []
     agent = Agent(FunctionModel(Script(1, 1)), tools=[add])
     transcript = asyncio.run(agent.run("add")).transcript
     while len(messages) < size:
-        messages.extend(transcript)
+        n = len(messages)
+        messages.extend(
+            replace(m, tool_call_id=f"call_{n}", batch_id=f"batch_{n}") if isinstance(m, ToolCallMessage) else m
+            for m in transcript
+        )
     return Transcript(messages[:size])
 
 
@@ -216,7 +226,7 @@ def section_imports(reps: int) -> None:
         print(f"| {name} | {own / 1e3:.1f} | {cumulative / 1e3:.1f} |")
     heavy = {"pydantic", "openai", "httpx", "anthropic", "google", "docstring_parser", "logging", "ssl"}
     loaded = sorted({name.split(".")[0] for _, _, name in rows} & heavy)
-    print(f"\nOf pydantic, openai, httpx, anthropic, google, docstring_parser, logging, ssl it imports: {loaded or 'none'}")
+    print(f"\nOf {', '.join(sorted(heavy))} it imports: {loaded or 'none'}")
 
 
 def profile(door: str, k: int, t: int, n: int) -> None:

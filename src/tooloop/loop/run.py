@@ -130,7 +130,7 @@ class Run:
         self._on_event: Any = on_event
         self._prompt = prompt
         repaired, _ = repair(history)
-        self.transcript = Transcript(repaired)
+        self.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(self.transcript)
         self.usage = Usage()
         self.iteration = 0
