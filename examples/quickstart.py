@@ -1,0 +1,105 @@
+"""A real conversation with real tools: ask about this repository's source code.
+
+Uses a real provider when one is configured (see ``pick_model``) and otherwise an offline model
+that calls the same tools, so the example runs anywhere. It prints which one it used.
+
+    python examples/quickstart.py ["your question"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from tooloop import Agent, ModelRequest, ModelResponse, TextDelta, ToolCall, ToolCallFinished, ToolCallMessage, tool
+from tooloop.testing import FunctionModel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@tool
+def list_files(pattern: str) -> list[str]:
+    """List files of this repository matching a glob pattern.
+
+    Args:
+        pattern: A glob relative to the repository root, e.g. "src/**/*.py".
+    """
+    return sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern) if p.is_file())[:200]
+
+
+@tool
+def count_lines(paths: list[str]) -> dict[str, int]:
+    """Count the lines of some files of this repository.
+
+    Args:
+        paths: File paths relative to the repository root.
+    """
+    counts = {}
+    for name in paths:
+        path = (ROOT / name).resolve()
+        if ROOT not in path.parents:
+            raise ValueError(f"{name} is outside the repository")
+        counts[name] = len(path.read_text(encoding="utf-8").splitlines())
+    return counts
+
+
+def offline_answer(request: ModelRequest) -> ModelResponse:
+    """A stand-in model: list the loop's modules, count their lines, then answer from the results."""
+    results = [m for m in request.messages if isinstance(m, ToolCallMessage)]
+    if not results:
+        return ModelResponse("Let me look at the loop's modules.", [ToolCall("1", "list_files", {"pattern": "src/tooloop/loop/*.py"})])
+    if len(results) == 1:
+        files = json.loads(results[0].content)
+        return ModelResponse(tool_calls=[ToolCall("2", "count_lines", {"paths": files})])
+    counts = json.loads(results[-1].content)
+    biggest = max(counts, key=counts.get)
+    total = sum(counts.values())
+    return ModelResponse(
+        f"The loop is {total} lines in {len(counts)} modules; the largest is {biggest} ({counts[biggest]} lines)."
+    )
+
+
+def pick_model() -> tuple[object, str]:
+    """A real provider when its key or base URL is set, else the offline model."""
+    if os.environ.get("TOOLOOP_MODEL"):
+        return os.environ["TOOLOOP_MODEL"], f"{os.environ['TOOLOOP_MODEL']} (from TOOLOOP_MODEL)"
+    for variable, spec in (
+        ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
+        ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),
+        ("GEMINI_API_KEY", "google:gemini-2.5-flash"),
+        ("GOOGLE_API_KEY", "google:gemini-2.5-flash"),
+        ("OLLAMA_HOST", "ollama:qwen3"),
+    ):
+        if os.environ.get(variable):
+            return spec, f"{spec} (because {variable} is set)"
+    return FunctionModel(offline_answer, name="offline"), "the offline model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or TOOLOOP_MODEL for a real one)"
+
+
+async def main() -> None:
+    question = sys.argv[1] if len(sys.argv) > 1 else "How big is tooloop's loop package, and which module is largest?"
+    model, label = pick_model()
+    print(f"model: {label}\n")
+    agent = Agent(
+        model,  # type: ignore[arg-type]
+        system="You answer questions about a code repository. Use the tools; be brief.",
+        tools=[list_files, count_lines],
+    )
+    print(f"> {question}")
+    async with agent.stream(question) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                print(event.text, end="", flush=True)
+            elif isinstance(event, ToolCallFinished):
+                call = event.message
+                arguments = json.dumps(dict(call.arguments))[:60]
+                print(f"\n  [{call.tool_name}({arguments}) -> {call.status}: {call.content[:60]}]")
+        result = events.result
+    assert result is not None
+    print(f"\n\nstop reason: {result.stop_reason}, requests: {result.usage.requests}, tool calls: {result.usage.tool_calls}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
