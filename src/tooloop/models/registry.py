@@ -186,10 +186,11 @@ def get_model(
     defaults = dict(provider.defaults)
     if defaults.pop("requires_base_url", False) and base_url is None:
         raise ConfigurationError(f"{provider_name!r} models need an explicit base_url")
+    default_base_url = defaults.pop("base_url", None)
     return provider.factory()(
         model_name,
         provider=provider_name,
-        base_url=base_url if base_url is not None else defaults.pop("base_url", None),
+        base_url=base_url if base_url is not None else default_base_url,
         api_key=api_key,
         settings=settings,
         **{**defaults, **options},

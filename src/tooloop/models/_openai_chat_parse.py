@@ -1,0 +1,333 @@
+"""Reading Chat Completions answers: the plain JSON body and the streamed chunks, into one result.
+
+Both paths end in :func:`build_response`, so the same content gives the same text, tool calls,
+stop reason and usage whether it was streamed or not.
+
+Compatible servers bend the format; the stream reader accepts:
+
+* tool calls without ``id`` or with an id another call already has (a fresh ``call_<hex>`` id is
+  made), and without ``index`` (a new id starts a call, the same id or none continues one);
+* arguments sent as a JSON object instead of a string;
+* two different calls sent at the same ``index`` (Ollama): a fragment with a new id and a name at
+  an index whose call is already complete starts a new call;
+* everything, including ``finish_reason`` and ``usage``, in a single chunk.
+
+A call cut off by the output limit (``finish_reason: "length"``) keeps its arguments exactly as
+received and the response's stop reason is ``MAX_TOKENS``; the loop never runs such calls.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ModelResponseError, ProviderConnectionError, ProviderError
+from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
+from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+
+__all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
+
+_RawCall = tuple[str | None, str, str]
+"""(id as sent or None, name, arguments text) of one tool call before ids are made unique."""
+
+
+def usage_from(data: Mapping[str, Any] | None) -> Usage:
+    """Usage from a Chat Completions ``usage`` object (cached and reasoning tokens included)."""
+    if not data:
+        return Usage()
+    prompt_details = data.get("prompt_tokens_details") or {}
+    completion_details = data.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=data.get("prompt_tokens") or 0,
+        output_tokens=data.get("completion_tokens") or 0,
+        cache_read_tokens=prompt_details.get("cached_tokens") or 0,
+        reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
+    )
+
+
+def build_response(
+    *,
+    text: str,
+    refusal: str,
+    calls: list[_RawCall],
+    finish_reason: str | None,
+    usage: Mapping[str, Any] | None,
+    model: str | None,
+    reasoning: str,
+    provider: str,
+) -> ModelResponse:
+    """The neutral response for the parts of one answer, whichever path read them."""
+    truncated = finish_reason == "length"
+    tool_calls = _tool_calls(calls, truncated)
+    thinking = (ThinkingPart(_intact(reasoning), provider=provider),) if reasoning else ()
+    return ModelResponse(
+        _intact(text),
+        tool_calls,
+        _stop_reason(finish_reason, bool(tool_calls), bool(refusal)),
+        usage_from(usage),
+        thinking=thinking,
+        refusal=_intact(refusal) or None,
+        model=model,
+    )
+
+
+def _stop_reason(finish_reason: str | None, has_calls: bool, refused: bool) -> StopReason:
+    if finish_reason == "length":
+        return StopReason.MAX_TOKENS
+    if finish_reason == "content_filter":
+        return StopReason.REFUSAL
+    if has_calls:  # "tool_calls", legacy "function_call", and servers that say "stop" anyway
+        return StopReason.TOOL_USE
+    if refused:
+        return StopReason.REFUSAL
+    return StopReason.END_TURN
+
+
+def _tool_calls(calls: list[_RawCall], truncated: bool) -> tuple[ToolCall, ...]:
+    seen: set[str] = set()
+    out = []
+    for call_id, name, arguments in calls:
+        if not call_id or call_id in seen:
+            call_id = f"call_{uuid.uuid4().hex}"
+        seen.add(call_id)
+        if not truncated:
+            arguments = _intact(arguments)
+            if not arguments.strip():
+                arguments = "{}"
+        out.append(ToolCall(call_id, name, arguments))
+    return tuple(out)
+
+
+def _intact(text: str) -> str:
+    """``text`` with surrogate pairs that arrived as separate ``\\u`` escapes joined again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _content_text(content: Any) -> str:
+    if not content:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    raise ModelResponseError(f"unexpected message content: {content!r}"[:300])
+
+
+def parse_completion(data: Any, provider: str) -> ModelResponse:
+    """The response for a plain (non-streamed) Chat Completions JSON body."""
+    try:
+        return _parse_completion(data, provider)
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        raise ModelResponseError(
+            f"{provider} returned a chat completion tooloop cannot read: {exc}", provider=provider
+        ) from exc
+
+
+def _parse_completion(data: Any, provider: str) -> ModelResponse:
+    if not isinstance(data, dict):
+        raise ModelResponseError(f"{provider} returned {type(data).__name__}, not a JSON object", provider=provider)
+    choices = data.get("choices")
+    if not choices:
+        _raise_embedded_error(data, provider)
+        raise ModelResponseError(f"{provider} returned a chat completion without choices", provider=provider, body=data)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    calls: list[_RawCall] = []
+    for item in message.get("tool_calls") or ():
+        function = item.get("function") or {}
+        calls.append((item.get("id"), function.get("name") or "", _arguments_text(function.get("arguments"))))
+    legacy = message.get("function_call")
+    if legacy:
+        calls.append((None, legacy.get("name") or "", _arguments_text(legacy.get("arguments"))))
+    return build_response(
+        text=_content_text(message.get("content")),
+        refusal=message.get("refusal") or "",
+        calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=data.get("usage"),
+        model=data.get("model"),
+        reasoning=message.get("reasoning_content") or message.get("reasoning") or "",
+        provider=provider,
+    )
+
+
+def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
+    error = data.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else str(error)
+        raise ProviderError(f"{provider} returned an error: {message}", provider=provider, body=error)
+
+
+class _Call:
+    """A tool call being assembled from stream fragments."""
+
+    __slots__ = ("args", "id", "name", "position")
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self.id: str | None = None
+        self.name = ""
+        self.args: list[str] = []
+
+    def complete(self) -> bool:
+        text = "".join(self.args)
+        if not text.strip():
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+
+class ChatStreamReader:
+    """Accumulates streamed ``chat.completion.chunk`` objects (already decoded JSON) into a response.
+
+    Events are built only when ``on_event`` is given. Call :meth:`feed` for every chunk and
+    :meth:`result` when the stream ends; a stream that ended without a ``finish_reason`` was cut
+    short and raises :class:`ProviderConnectionError`.
+    """
+
+    def __init__(self, provider: str, on_event: EventHandler | None = None) -> None:
+        self._provider = provider
+        self._on_event = on_event
+        self._text: list[str] = []
+        self._refusal: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
+        self._by_id: dict[str, _Call] = {}
+        self._held = ""  # a high surrogate waiting for its pair before it is emitted
+        self._finish_reason: str | None = None
+        self._usage: Mapping[str, Any] | None = None
+        self._model: str | None = None
+
+    def feed(self, chunk: Any) -> None:
+        """Take one decoded chunk."""
+        try:
+            self._feed(chunk)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise ModelResponseError(
+                f"{self._provider} streamed a chunk tooloop cannot read: {str(chunk)[:300]}", provider=self._provider
+            ) from exc
+
+    def _feed(self, chunk: dict[str, Any]) -> None:
+        if self._model is None:
+            self._model = chunk.get("model")
+        usage = chunk.get("usage")
+        if usage:
+            self._usage = usage
+        choices = chunk["choices"]
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta")
+        if delta:
+            content = delta.get("content")
+            if content:
+                self._add_text(content)
+            tool_calls = delta.get("tool_calls")
+            if tool_calls:
+                for fragment in tool_calls:
+                    self._add_call_fragment(fragment)
+            self._add_rare(delta)
+        finish_reason = choice.get("finish_reason")
+        if finish_reason:
+            self._finish_reason = finish_reason
+
+    def _add_rare(self, delta: dict[str, Any]) -> None:
+        refusal = delta.get("refusal")
+        if refusal:
+            self._refusal.append(refusal)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self._reasoning.append(reasoning)
+            if self._on_event is not None:
+                self._on_event(ThinkingDelta(reasoning))
+        legacy = delta.get("function_call")
+        if legacy:
+            self._add_call_fragment({"index": 0, "function": legacy})
+
+    def _add_text(self, content: str) -> None:
+        self._text.append(content)
+        if self._on_event is None:
+            return
+        if self._held:
+            content = _intact(self._held + content)
+            self._held = ""
+        if "\ud800" <= content[-1] <= "\udbff":
+            self._held = content[-1]
+            content = content[:-1]
+        if content:
+            self._on_event(TextDelta(content))
+
+    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
+        call_id = fragment.get("id") or None
+        function = fragment.get("function") or {}
+        name = function.get("name") or None
+        call = self._target(fragment.get("index"), call_id, name)
+        new_id = new_name = None
+        if call_id and call.id is None:
+            call.id = new_id = call_id
+            self._by_id.setdefault(call_id, call)
+        if name and not call.name:
+            call.name = new_name = name
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+            call.args = [arguments]
+        elif arguments:
+            call.args.append(arguments)
+        if self._on_event is not None and (new_id or new_name or arguments):
+            self._on_event(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
+
+    def _target(self, index: int | None, call_id: str | None, name: str | None) -> _Call:
+        if index is not None:
+            call = self._by_index.get(index)
+            if call is None or (call_id and name and call.id and call_id != call.id and call.complete()):
+                call = self._new_call()
+                self._by_index[index] = call
+            return call
+        if call_id:
+            known = self._by_id.get(call_id)
+            return known if known is not None else self._new_call()
+        return self._calls[-1] if self._calls else self._new_call()
+
+    def _new_call(self) -> _Call:
+        call = _Call(len(self._calls))
+        self._calls.append(call)
+        return call
+
+    def result(self) -> ModelResponse:
+        """The complete response; raises when the stream ended before the model finished."""
+        if self._finish_reason is None:
+            raise ProviderConnectionError(
+                f"the {self._provider} stream ended before the response was complete (no finish_reason)",
+                provider=self._provider,
+            )
+        if self._held and self._on_event is not None:
+            self._on_event(TextDelta(self._held))
+        return build_response(
+            text="".join(self._text),
+            refusal="".join(self._refusal),
+            calls=[(c.id, c.name, "".join(c.args)) for c in self._calls],
+            finish_reason=self._finish_reason,
+            usage=self._usage,
+            model=self._model,
+            reasoning="".join(self._reasoning),
+            provider=self._provider,
+        )

@@ -1,0 +1,132 @@
+"""Translate the ``openai`` SDK's exceptions into :mod:`tooloop.errors`, for every OpenAI adapter.
+
+The SDK has already retried what it retries (429, 408, 409, 5xx and connection errors, honouring
+``retry-after``) by the time an exception reaches this module, so the mapping only decides which
+tooloop error the caller sees. The API key is scrubbed from every message and body it could echo.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    ContextLengthError,
+    ModelResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderOverloadedError,
+    ProviderTimeoutError,
+    RateLimitError,
+)
+
+__all__ = ["is_context_length", "map_openai_error", "parse_retry_after"]
+
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length", "context_window_exceeded"})
+_CONTEXT_PHRASES = (
+    "maximum context length",
+    "context length",
+    "context window",
+    "context_length_exceeded",
+    "too many tokens",
+    "prompt is too long",
+    "exceeds the model's context",
+)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``retry-after`` (seconds); None when absent."""
+    if not headers:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def is_context_length(code: object, message: str) -> bool:
+    """True when an error code or message says the prompt does not fit the context window."""
+    if isinstance(code, str) and code in _CONTEXT_CODES:
+        return True
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+
+
+def map_openai_error(exc: BaseException, *, provider: str, secret: str | None = None) -> ProviderError:
+    """The tooloop error for an exception raised by the ``openai`` SDK (or while reading its stream)."""
+    message = _scrub(_message(exc), secret)
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeoutError(message, provider=provider)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderConnectionError(message, provider=provider)
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(exc, message, provider, _scrub_body(exc.body, secret))
+    if isinstance(exc, openai.APIError):  # an error event inside a stream: no HTTP status
+        return _stream_error(exc, message, provider, _scrub_body(exc.body, secret))
+    if isinstance(exc, json.JSONDecodeError | ValueError):
+        return ModelResponseError(f"{provider} sent data that is not valid JSON: {message}", provider=provider)
+    return ProviderError(message, provider=provider)
+
+
+def _status_error(exc: openai.APIStatusError, message: str, provider: str, body: Any) -> ProviderError:
+    status = exc.status_code
+    common: dict[str, Any] = {"status_code": status, "provider": provider, "body": body}
+    if status in (401, 403):
+        return AuthenticationError(message, **common)
+    if status == 429:
+        headers = exc.response.headers if exc.response is not None else None
+        return RateLimitError(message, retry_after=parse_retry_after(headers), **common)
+    if status == 408:
+        return ProviderTimeoutError(message, **common)
+    if status >= 500 or status == 409:
+        return ProviderOverloadedError(message, **common)
+    if status in (400, 413, 422) and is_context_length(exc.code, message):
+        return ContextLengthError(message, **common)
+    return BadRequestError(message, **common)
+
+
+def _stream_error(exc: openai.APIError, message: str, provider: str, body: Any) -> ProviderError:
+    kind = " ".join(str(v) for v in (exc.code, exc.type) if v)
+    if is_context_length(exc.code, message):
+        return ContextLengthError(message, provider=provider, body=body)
+    if "rate_limit" in kind:
+        return RateLimitError(message, provider=provider, body=body)
+    if "server_error" in kind or "overloaded" in kind or not kind:
+        return ProviderOverloadedError(message, provider=provider, body=body)
+    return ProviderError(message, provider=provider, body=body)
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    if secret and secret in text:
+        return text.replace(secret, "***")
+    return text
+
+
+def _scrub_body(body: Any, secret: str | None) -> Any:
+    if not secret or body is None:
+        return body
+    try:
+        encoded = json.dumps(body)
+    except (TypeError, ValueError):
+        return _scrub(str(body), secret)
+    if secret not in encoded:
+        return body
+    return json.loads(encoded.replace(secret, "***"))
