@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
@@ -65,9 +66,8 @@ def shared_bench() -> Path:
     raise SystemExit("shared bench not found at ../shared/bench; set TOOLOOP_SHARED_BENCH")
 
 
-def bare_loop(base_url: str, model: str) -> Conversation:
+def bare_loop(client: AsyncOpenAI, model: str) -> Conversation:
     """The floor: a hand-written loop on the official client."""
-    client = AsyncOpenAI(base_url=base_url, api_key="mock", max_retries=0)
     tools = [{"type": "function", "function": {"name": "add", "description": add.__doc__, "parameters": PARAMS}}]
 
     async def run() -> str:
@@ -96,8 +96,7 @@ def bare_loop(base_url: str, model: str) -> Conversation:
     return run
 
 
-def tooloop_doors(base_url: str, model: str) -> dict[str, Conversation]:
-    llm = get_model("openai-compatible:" + model, base_url=base_url, api_key="mock", max_retries=0)
+def tooloop_doors(llm: Any) -> dict[str, Conversation]:
     agent = Agent(llm, tools=[add])
 
     async def run() -> str:
@@ -114,8 +113,16 @@ def tooloop_doors(base_url: str, model: str) -> dict[str, Conversation]:
 
 async def compare(base_url: str, k: int, t: int, reps: int, n: int) -> dict[str, float]:
     model = f"mock-k{k}-t{t}"
-    doors = {"bare": bare_loop(base_url, model), **tooloop_doors(base_url, model)}
-    want = expected(k, t)
+    client = AsyncOpenAI(base_url=base_url, api_key="mock", max_retries=0)
+    llm = get_model("openai-compatible:" + model, base_url=base_url, api_key="mock", max_retries=0)
+    try:
+        return await _measure({"bare": bare_loop(client, model), **tooloop_doors(llm)}, expected(k, t), reps, n)
+    finally:
+        await client.close()
+        await llm.aclose()  # type: ignore[attr-defined]
+
+
+async def _measure(doors: dict[str, Conversation], want: str, reps: int, n: int) -> dict[str, float]:
     for name, fn in doors.items():
         for _ in range(5):
             answer = await fn()
