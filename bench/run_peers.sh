@@ -49,5 +49,4 @@ mkdir -p "$HARNESS" "$REPO/bench/results"
 cp -r "$SHARED/run_bench.py" "$SHARED/mock_llm.py" "$SHARED/contestants" "$HARNESS/"
 ln -s "$REPO/bench/results" "$HARNESS/results"
 
-cd "$HARNESS"
-exec "$VENV/bin/python" run_bench.py --extra-dir "$REPO/bench/peers" "$@"
+exec "$VENV/bin/python" "$HARNESS/run_bench.py" --extra-dir "$REPO/bench/peers" "$@"
