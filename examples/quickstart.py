@@ -50,7 +50,9 @@ def offline_answer(request: ModelRequest) -> ModelResponse:
     """A stand-in model: list the loop's modules, count their lines, then answer from the results."""
     results = [m for m in request.messages if isinstance(m, ToolCallMessage)]
     if not results:
-        return ModelResponse("Let me look at the loop's modules.", [ToolCall("1", "list_files", {"pattern": "src/tooloop/loop/*.py"})])
+        return ModelResponse(
+            "Let me look at the loop's modules.", [ToolCall("1", "list_files", {"pattern": "src/tooloop/loop/*.py"})]
+        )
     if len(results) == 1:
         files = json.loads(results[0].content)
         return ModelResponse(tool_calls=[ToolCall("2", "count_lines", {"paths": files})])
@@ -75,7 +77,9 @@ def pick_model() -> tuple[object, str]:
     ):
         if os.environ.get(variable):
             return spec, f"{spec} (because {variable} is set)"
-    return FunctionModel(offline_answer, name="offline"), "the offline model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or TOOLOOP_MODEL for a real one)"
+    return FunctionModel(offline_answer, name="offline"), (
+        "the offline model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or TOOLOOP_MODEL for a real one)"
+    )
 
 
 async def main() -> None:
@@ -98,7 +102,8 @@ async def main() -> None:
                 print(f"\n  [{call.tool_name}({arguments}) -> {call.status}: {call.content[:60]}]")
         result = events.result
     assert result is not None
-    print(f"\n\nstop reason: {result.stop_reason}, requests: {result.usage.requests}, tool calls: {result.usage.tool_calls}")
+    usage = result.usage
+    print(f"\n\nstop reason: {result.stop_reason}, requests: {usage.requests}, tool calls: {usage.tool_calls}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ def render(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if type(value) is int:
+        return str(value)
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     dump_json = getattr(value, "model_dump_json", None)

@@ -55,7 +55,10 @@ class Transcript(Sequence[Message]):
     def __getitem__(self, index: slice) -> Transcript: ...
     def __getitem__(self, index: int | slice) -> Message | Transcript:
         if isinstance(index, slice):
-            return Transcript(self._items[: self._len][index])
+            positions = range(*index.indices(self._len))  # copies only the slice, not the whole history
+            items = self._items
+            part = items[positions.start : positions.stop] if positions.step == 1 else [items[i] for i in positions]
+            return Transcript._shared(part, len(part))
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:

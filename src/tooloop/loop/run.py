@@ -179,7 +179,7 @@ class Run:
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
-        self.transcript = Transcript(repaired)
+        self.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(self.transcript)
 
     # ------------------------------------------------------------------ driving
@@ -363,11 +363,12 @@ class Run:
                 await self._final_answer()
             return
         response = await self._request_model("auto")
-        control = await call_hook(self.hooks.on_model_response, self.step_context())
-        if control.action == "override" and control.response is not None:
-            response = self._response = control.response
-        if control.action == "stop":
-            self._stop(control.reason)
+        if self.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
+            control = await call_hook(self.hooks.on_model_response, self.step_context())
+            if control.action == "override" and control.response is not None:
+                response = self._response = control.response
+            if control.action == "stop":
+                self._stop(control.reason)
         await self._record_response(response)
 
     def _limit_reached(self) -> StopReason | None:

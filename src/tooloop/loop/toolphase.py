@@ -21,7 +21,7 @@ from ..events import ApprovalRequested, ToolCallFinished, ToolCallStarted
 from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus, Usage
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
-from .control import call_hook
+from .control import LoopControl, call_hook
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 
 if TYPE_CHECKING:
@@ -257,7 +257,8 @@ async def _run_one(slot: Slot, run: Run) -> None:
     if run.stop_requested is not None:
         slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
         return
-    control = await call_hook(run.hooks.before_tool_call, run.step_context(call=slot))
+    before = run.hooks.before_tool_call
+    control = LoopControl.CONTINUE if before is None else await call_hook(before, run.step_context(call=slot))
     if control.action == "stop":
         run.stop_requested = control.reason
         slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)

@@ -89,7 +89,7 @@ class Tool:
             parsed = self.args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ToolArgumentsError(_validation_message(self.name, exc)) from None
-        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        return dict(parsed.__dict__)  # a model's __dict__ holds exactly its field values
 
     def semaphore(self) -> asyncio.Semaphore | None:
         """This tool's concurrency cap on the running event loop, if it has one."""
