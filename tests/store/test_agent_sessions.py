@@ -148,3 +148,17 @@ async def test_a_second_context_length_error_is_raised_with_the_transcript() -> 
     with pytest.raises(ContextLengthError) as caught:
         await agent.run("hello")
     assert list(caught.value.transcript or ()) == [UserMessage("hello")]
+
+
+async def test_a_session_keeps_its_title_model_and_usage_totals(store_url: str) -> None:
+    from tooloop import Usage
+
+    replies = [ModelResponse("first", usage=Usage(input_tokens=10, output_tokens=2)), ModelResponse("second")]
+    agent = Agent(ScriptedModel(replies, name="claude-haiku-4-5"), store=store_url)
+    await agent.run("Plan a trip   to\nLisbon in May", session_id="meta")
+    await agent.run("and back?", session_id="meta")
+    async with open_store(store_url) as store:
+        info = await store.get_session("meta")
+    assert info.title == "Plan a trip to Lisbon in May"
+    assert info.model == "claude-haiku-4-5"
+    assert (info.usage.input_tokens, info.usage.output_tokens, info.usage.requests) == (10, 2, 2)

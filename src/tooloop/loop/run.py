@@ -72,8 +72,8 @@ class SessionSource(Protocol):
         """The session's history and the journal that continues it."""
         ...
 
-    async def close(self) -> None:
-        """Release what :meth:`open` acquired."""
+    async def close(self, usage: Usage, model: str | None, transcript: Transcript) -> None:
+        """Record the run's totals on the session and release what :meth:`open` acquired."""
         ...
 
 
@@ -196,7 +196,7 @@ class Run:
             async for message in self._advance():
                 yield message
         finally:
-            await self._session.close()
+            await self._session.close(self.usage, getattr(self.model, "name", None), self.transcript)
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
         if self.limits.timeout is not None:

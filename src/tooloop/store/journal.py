@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 
 from ..errors import SessionNotFoundError
-from ..messages import Message
+from ..messages import Message, Usage, UserMessage
+from ..transcript import Transcript
 from .base import Store
 
 __all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "default_store_url"]
@@ -47,16 +48,12 @@ class SessionBinding:
         self._store = store
         self.session_id = session_id
         self._owned: Store | None = None
+        self._opened: Store | None = None
 
     async def open(self) -> tuple[Sequence[Message], SessionJournal]:
         """The session's messages (empty for a new session) and the journal to continue it."""
-        if isinstance(self._store, str):
-            from . import open_store
-
-            store: Store = open_store(self._store)
-            self._owned = store
-        else:
-            store = self._store
+        store = await self._open_store()
+        self._opened = store
         try:
             info = await store.get_session(self.session_id)
         except SessionNotFoundError:
@@ -64,8 +61,36 @@ class SessionBinding:
         history = await store.load(self.session_id)
         return history, SessionJournal(store, self.session_id, info.version)
 
-    async def close(self) -> None:
-        """Close the store if this binding opened it from a URL."""
-        if self._owned is not None:
-            owned, self._owned = self._owned, None
-            await owned.close()
+    async def _open_store(self) -> Store:
+        if isinstance(self._store, str):
+            from . import open_store
+
+            store: Store = open_store(self._store)
+            self._owned = store
+        else:
+            store = self._store
+        return store
+
+    async def close(self, usage: Usage, model: str | None, transcript: Transcript) -> None:
+        """Add the run's usage to the session's totals, note the model and a title, and close a
+        store this binding opened from a URL."""
+        try:
+            if self._opened is not None and (usage.requests or usage.tool_calls):
+                await self._update_metadata(self._opened, usage, model, transcript)
+        finally:
+            if self._owned is not None:
+                owned, self._owned = self._owned, None
+                await owned.close()
+
+    async def _update_metadata(self, store: Store, usage: Usage, model: str | None, transcript: Transcript) -> None:
+        info = await store.get_session(self.session_id)
+        title = info.title
+        if title is None:
+            first = next((m for m in transcript if isinstance(m, UserMessage)), None)
+            title = _title(first.text) if first is not None else None
+        await store.set_metadata(self.session_id, title=title, model=model or info.model, usage=info.usage + usage)
+
+
+def _title(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
