@@ -2,6 +2,8 @@
 
 * :class:`FunctionModel` answers with a function of the request you write.
 * :class:`ScriptedModel` replays a list of responses.
+* :class:`Cassette` records a run against a real model and replays it offline.
+* :class:`FaultyModel` / :func:`inject` wrap a model with injected failures.
 
 Both stream (text arrives in several deltas, tool calls as name then argument fragments) when the
 caller listens, so streaming code is tested too. ``requests`` keeps every request they received.
@@ -18,8 +20,40 @@ from ..errors import UserError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, ToolCall, UserMessage
 from ..models.base import ModelRequest, ModelSettings
+from .cassette import Cassette, CassetteError, CassetteMismatchError
+from .faults import (
+    DroppedConnection,
+    Fault,
+    FaultyModel,
+    Latency,
+    MalformedToolArguments,
+    OrphanedToolCall,
+    RateLimit,
+    ServerError,
+    Timeout,
+    TruncatedStream,
+    inject,
+)
 
-__all__ = ["FunctionModel", "ScriptedModel", "create_test_model"]
+__all__ = [
+    "Cassette",
+    "CassetteError",
+    "CassetteMismatchError",
+    "DroppedConnection",
+    "Fault",
+    "FaultyModel",
+    "FunctionModel",
+    "Latency",
+    "MalformedToolArguments",
+    "OrphanedToolCall",
+    "RateLimit",
+    "ScriptedModel",
+    "ServerError",
+    "Timeout",
+    "TruncatedStream",
+    "create_test_model",
+    "inject",
+]
 
 Reply = ModelResponse | str
 ModelFunction = Callable[[ModelRequest], Reply | Awaitable[Reply]]
