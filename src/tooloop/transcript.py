@@ -19,7 +19,14 @@ from .messages import (
     UserMessage,
 )
 
-__all__ = ["SCHEMA_VERSION", "Transcript", "message_from_dict", "message_to_dict"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Transcript",
+    "message_from_dict",
+    "message_to_dict",
+    "thinking_from_dict",
+    "thinking_to_dict",
+]
 
 SCHEMA_VERSION = 1
 """Version of the JSON form written by :meth:`Transcript.to_json`; newer versions are refused."""
@@ -183,7 +190,8 @@ class Transcript(Sequence[Message]):
         return cls(messages)
 
 
-def _thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
+def thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
+    """The JSON-compatible dict of a thinking part."""
     data: dict[str, Any] = {"text": part.text}
     if part.signature is not None:
         data["signature"] = part.signature
@@ -194,7 +202,8 @@ def _thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
     return data
 
 
-def _thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
+def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
+    """Read :func:`thinking_to_dict`'s form."""
     return ThinkingPart(
         text=_text(data, "text"),
         signature=data.get("signature"),
@@ -217,7 +226,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": "assistant", "text": message.text}
     if message.thinking:
-        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+        data["thinking"] = [thinking_to_dict(t) for t in message.thinking]
     if message.refusal is not None:
         data["refusal"] = message.refusal
     if message.stop_reason is not StopReason.END_TURN:
@@ -251,7 +260,7 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
     if message.raw_arguments is not None:
         data["raw_arguments"] = message.raw_arguments
     if message.thinking:
-        data["thinking"] = [_thinking_to_dict(t) for t in message.thinking]
+        data["thinking"] = [thinking_to_dict(t) for t in message.thinking]
     if message.provider_data:
         data["provider_data"] = to_jsonable(message.provider_data)
     return data
@@ -275,7 +284,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if kind == "assistant":
         return AssistantMessage(
             _text(data, "text", ""),
-            thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
+            thinking=tuple(thinking_from_dict(t) for t in data.get("thinking", ())),
             refusal=data.get("refusal"),
             stop_reason=StopReason(data.get("stop_reason", StopReason.END_TURN)),
             model=data.get("model"),
@@ -303,7 +312,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             content=_text(data, "content", ""),
             batch_id=_text(data, "batch_id", ""),
             raw_arguments=data.get("raw_arguments"),
-            thinking=tuple(_thinking_from_dict(t) for t in data.get("thinking", ())),
+            thinking=tuple(thinking_from_dict(t) for t in data.get("thinking", ())),
             provider_data=dict(data.get("provider_data", {})),
         )
     raise ValueError(f"unknown message kind {kind!r}")

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from ..errors import CorruptDataError
 from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage
 from ..transcript import SCHEMA_VERSION, Transcript, message_from_dict, message_to_dict
+from .base import UNSET
 
 __all__ = [
     "Latest",
@@ -25,6 +26,7 @@ __all__ = [
     "decode_rows",
     "encode",
     "latest_per_position",
+    "metadata_changes",
     "metadata_from_json",
     "plan_rows",
     "to_datetime",
@@ -181,3 +183,17 @@ def metadata_from_json(session_id: str, text: str | Mapping[str, Any] | None) ->
 def to_datetime(epoch: float | None) -> datetime | None:
     """An aware UTC datetime from epoch seconds."""
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+def metadata_changes(**fields: Any) -> dict[str, Any]:
+    """The columns ``set_metadata`` changes: fields not ``UNSET``, usage and metadata as JSON."""
+    changes: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is UNSET:
+            continue
+        if name == "usage":
+            value = usage_to_json(value)
+        elif name == "metadata":
+            value = json.dumps(dict(value), ensure_ascii=False)
+        changes[name] = value
+    return changes

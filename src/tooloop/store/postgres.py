@@ -32,6 +32,7 @@ from ._records import (
     decode_rows,
     encode,
     latest_per_position,
+    metadata_changes,
     metadata_from_json,
     plan_rows,
     to_datetime,
@@ -148,7 +149,7 @@ class PostgresStore(BaseStore):
         metadata: Mapping[str, Any] = UNSET,
     ) -> SessionInfo:
         """Change the given fields (creating the session if needed)."""
-        changes = _metadata_changes(title=title, model=model, usage=usage, metadata=metadata)
+        changes = metadata_changes(title=title, model=model, usage=usage, metadata=metadata)
         await self.open()
         async with self._pool.connection() as conn, conn.transaction():
             now = time.time()
@@ -242,19 +243,6 @@ async def _ensure_session(conn: _Conn, session_id: str, now: float) -> None:
         "INSERT INTO tooloop_sessions (id, created_at, updated_at) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING",
         (session_id, now, now),
     )
-
-
-def _metadata_changes(**fields: Any) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    for name, value in fields.items():
-        if value is UNSET:
-            continue
-        if name == "usage":
-            value = usage_to_json(value)
-        elif name == "metadata":
-            value = json.dumps(dict(value), ensure_ascii=False)
-        changes[name] = value
-    return changes
 
 
 async def _append(conn: _Conn, session_id: str, records: list[Record], expected: int | None) -> int:

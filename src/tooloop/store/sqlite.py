@@ -26,6 +26,7 @@ from ._records import (
     decode_rows,
     encode,
     latest_per_position,
+    metadata_changes,
     metadata_from_json,
     plan_rows,
     to_datetime,
@@ -152,7 +153,7 @@ class SQLiteStore(BaseStore):
         metadata: Mapping[str, Any] = UNSET,
     ) -> SessionInfo:
         """Change the given fields (creating the session if needed)."""
-        changes = _metadata_changes(title=title, model=model, usage=usage, metadata=metadata)
+        changes = metadata_changes(title=title, model=model, usage=usage, metadata=metadata)
 
         def write(conn: sqlite3.Connection) -> SessionInfo:
             now = time.time()
@@ -257,19 +258,6 @@ def _ensure_session(conn: sqlite3.Connection, session_id: str, now: float) -> No
         "INSERT INTO tooloop_sessions (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
         (session_id, now, now),
     )
-
-
-def _metadata_changes(**fields: Any) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    for name, value in fields.items():
-        if value is UNSET:
-            continue
-        if name == "usage":
-            value = usage_to_json(value)
-        elif name == "metadata":
-            value = json.dumps(dict(value), ensure_ascii=False)
-        changes[name] = value
-    return changes
 
 
 def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], expected: int | None) -> int:

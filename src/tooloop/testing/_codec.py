@@ -15,9 +15,9 @@ from typing import Any
 
 from .._json import to_jsonable
 from ..events import ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
-from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+from ..messages import ModelResponse, StopReason, ToolCall, Usage
 from ..models.base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
-from ..transcript import message_to_dict
+from ..transcript import message_to_dict, thinking_from_dict, thinking_to_dict
 
 REDACTED = "<redacted>"
 """What a scrubbed secret is replaced with in a cassette file."""
@@ -114,7 +114,7 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
         "usage": {f.name: getattr(response.usage, f.name) for f in fields(Usage)},
     }
     if response.thinking:
-        data["thinking"] = [_thinking_to_dict(part) for part in response.thinking]
+        data["thinking"] = [thinking_to_dict(part) for part in response.thinking]
     if response.refusal is not None:
         data["refusal"] = response.refusal
     if response.model is not None:
@@ -129,17 +129,6 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
     data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": to_jsonable(call.arguments)}
     if call.provider_data:
         data["provider_data"] = scrub(to_jsonable(call.provider_data))
-    return data
-
-
-def _thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
-    data: dict[str, Any] = {"text": part.text}
-    if part.signature is not None:
-        data["signature"] = part.signature
-    if part.redacted:
-        data["redacted"] = True
-    if part.provider is not None:
-        data["provider"] = part.provider
     return data
 
 
@@ -159,15 +148,7 @@ def response_from_dict(data: Mapping[str, Any]) -> ModelResponse:
         calls,
         StopReason(data["stop_reason"]) if "stop_reason" in data else None,  # type: ignore[arg-type]
         Usage(**data.get("usage", {})),
-        thinking=tuple(
-            ThinkingPart(
-                text=str(part["text"]),
-                signature=part.get("signature"),
-                redacted=bool(part.get("redacted", False)),
-                provider=part.get("provider"),
-            )
-            for part in data.get("thinking", ())
-        ),
+        thinking=tuple(thinking_from_dict(part) for part in data.get("thinking", ())),
         refusal=data.get("refusal"),
         model=data.get("model"),
         provider_data=dict(data.get("provider_data", {})),
