@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
+import weakref
 
 __all__ = ["CancelToken"]
 
+_generations = itertools.count(1)
+
 
 class CancelToken:
-    """Cancels the run it is passed to.
+    """Cancels the runs it is passed to.
 
-    ``cancel()`` may be called from any task or thread, before or during the run. A running model
+    ``cancel()`` may be called from any task or thread, before or during a run. A running model
     request or tool call is interrupted at once; every started call gets a cancelled result and the
     run ends with ``StopReason.CANCELLED`` and a transcript valid for any provider.
+
+    The interruption is delivered through the event loop, and only while the run is inside one
+    of its own steps: a cancel that arrives after a step finished never reaches the caller's code.
+    Each run gets a child token linked to the one you pass, so a run that stops (or a stream that
+    is closed) never cancels the other runs sharing your token.
     """
 
-    __slots__ = ("_cancelled", "_lock", "_reason", "_tasks")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_lock", "_reason", "_steps")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: str | None = None
-        # one token may be passed to several runs at once: every task driving one is interrupted
-        self._tasks: set[asyncio.Task[object]] = set()
+        self._steps: dict[asyncio.Task[object], int] = {}
+        self._children: weakref.WeakSet[CancelToken] = weakref.WeakSet()
         self._lock = threading.Lock()
 
     @property
@@ -36,36 +45,58 @@ class CancelToken:
         return self._reason
 
     def cancel(self, reason: str | None = None) -> None:
-        """Stop the run; idempotent."""
+        """Stop the runs using this token (and its children); idempotent, thread-safe."""
         with self._lock:
             if self._cancelled:
                 return
             self._cancelled = True
             self._reason = reason
-            tasks = list(self._tasks)
+            steps = list(self._steps.items())
+            children = list(self._children)
+        for child in children:
+            child.cancel(reason)
+        for task, generation in steps:
+            self._deliver_soon(task, generation)
+
+    def child(self) -> CancelToken:
+        """A new token cancelled whenever this one is (but not the other way round)."""
+        child = CancelToken()
+        with self._lock:
+            cancelled, reason = self._cancelled, self._reason
+            if not cancelled:
+                self._children.add(child)
+        if cancelled:
+            child.cancel(reason)
+        return child
+
+    def _deliver_soon(self, task: asyncio.Task[object], generation: int) -> None:
+        loop = task.get_loop()
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        for task in tasks:
-            if task.done():
-                continue
-            loop = task.get_loop()
-            if running is loop:
-                task.cancel()
-            else:
-                loop.call_soon_threadsafe(task.cancel)
+            loop.call_soon_threadsafe(self._deliver, task, generation)
+        except RuntimeError:  # the loop is closed: nothing is running there any more
+            pass
+
+    def _deliver(self, task: asyncio.Task[object], generation: int) -> None:
+        with self._lock:
+            current = self._steps.get(task) == generation
+            if current:
+                del self._steps[task]
+        if current and not task.done():
+            task.cancel()
 
     def _attach(self, task: asyncio.Task[object] | None) -> None:
-        """Register the task now driving a run (the loop calls this around each step)."""
-        if task is not None:
-            with self._lock:
-                self._tasks.add(task)
-                late = self._cancelled  # cancelled from another thread just before the step began
-            if late:
-                task.cancel()
+        """The loop calls this when ``task`` starts one step of a run."""
+        if task is None:
+            return
+        generation = next(_generations)
+        with self._lock:
+            self._steps[task] = generation
+            late = self._cancelled  # cancelled from another thread just before the step began
+        if late:
+            self._deliver_soon(task, generation)
 
     def _detach(self, task: asyncio.Task[object] | None) -> None:
+        """The loop calls this when the step ends; a cancel still in flight is dropped."""
         if task is not None:
             with self._lock:
-                self._tasks.discard(task)
+                self._steps.pop(task, None)

@@ -94,7 +94,12 @@ class EventStream(AsyncIterator[Event]):
     async def __anext__(self) -> Event:
         if self._task is None:
             self._task = asyncio.ensure_future(self._drive())
-        item = await self._queue.get()
+        try:
+            item = await self._queue.get()
+        except asyncio.CancelledError:
+            # the consumer is gone (e.g. a client disconnected): the run must not go on without it
+            self._run.token.cancel("the consumer of the event stream was cancelled")
+            raise
         if item is _END:
             self._queue.put_nowait(_END)
             raise StopAsyncIteration

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ..messages import Message, ToolCallMessage, ToolCallStatus
 
-__all__ = ["INTERRUPTED", "repair", "unfinished_tail"]
+__all__ = ["INTERRUPTED", "repair", "unfinished_tail", "unique_id"]
 
 INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
 
@@ -30,17 +29,32 @@ def repair(messages: Sequence[Message], *, keep_tail: bool = True) -> tuple[list
     changed = False
     for index, message in enumerate(messages):
         if isinstance(message, ToolCallMessage):
-            fixed = _fix_call(message, seen, in_tail=index >= tail_start)
+            fixed = _fix_call(message, seen, index, in_tail=index >= tail_start)
             changed = changed or fixed is not message
             message = fixed
         out.append(message)
     return out, changed
 
 
-def _fix_call(message: ToolCallMessage, seen: set[str], *, in_tail: bool) -> ToolCallMessage:
-    call_id = message.tool_call_id
-    if not call_id or call_id in seen:
-        call_id = f"call_{uuid.uuid4().hex[:24]}"
+def unique_id(call_id: str, position: int, seen: set[str]) -> str:
+    """``call_id`` itself, or a deterministic variant of it (from its position) not yet in ``seen``.
+
+    Deterministic, so the same history repaired twice (a resumed session, a pending approval
+    loaded again) gives every call the same id both times.
+    """
+    if call_id and call_id not in seen:
+        return call_id
+    base = call_id or "call"
+    candidate, attempt = f"{base}_{position}", 0
+    while candidate in seen:
+        attempt += 1
+        candidate = f"{base}_{position}_{attempt}"
+    return candidate
+
+
+def _fix_call(message: ToolCallMessage, seen: set[str], position: int, *, in_tail: bool) -> ToolCallMessage:
+    call_id = unique_id(message.tool_call_id, position, seen)
+    if call_id != message.tool_call_id:
         message = replace(message, tool_call_id=call_id, batch_id=message.batch_id or call_id)
     seen.add(call_id)
     if not message.status.finished and not in_tail:

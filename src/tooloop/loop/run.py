@@ -153,7 +153,8 @@ class Run:
         self.hooks = config.hooks
         self.approver = config.approver
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
-        self.token = token or CancelToken()
+        # the run's own token: stopping this run never cancels others sharing the caller's token
+        self.token = token.child() if token is not None else CancelToken()
         self.session_id = session_id
         self.journal = journal
         self._session = session
@@ -181,6 +182,7 @@ class Run:
         repaired, _ = repair(history)
         self.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(self.transcript)
+        self.call_ids = {m.tool_call_id for m in repaired if isinstance(m, ToolCallMessage)}
 
     # ------------------------------------------------------------------ driving
 

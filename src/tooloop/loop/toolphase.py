@@ -22,6 +22,7 @@ from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus, Usage
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .control import LoopControl, call_hook
+from .repair import unique_id
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 
 if TYPE_CHECKING:
@@ -72,11 +73,14 @@ def _error_name(error: BaseException) -> str:
 def slots_from_response(response: ModelResponse, batch_id: str, run: Run) -> list[Slot]:
     """A slot per call of ``response``: templates carry the response's text and turn-level parts."""
     slots = []
+    position = len(run.transcript)
     for index, call in enumerate(response.tool_calls):
         arguments, raw, error = _parse(call.arguments)
+        call_id = unique_id(call.id, position + index, run.call_ids)  # servers that repeat "call_0"
+        run.call_ids.add(call_id)
         template = ToolCallMessage(
             tool_name=call.name,
-            tool_call_id=call.id,
+            tool_call_id=call_id,
             arguments=arguments,
             message=response.text,
             status=ToolCallStatus.STARTED,

@@ -38,7 +38,16 @@ class SessionJournal:
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
         async with self._lock:  # parallel tool calls record their outcomes concurrently
-            self.version = await self.store.append(self.session_id, messages, expected_version=self.version)
+            write = asyncio.ensure_future(
+                self.store.append(self.session_id, list(messages), expected_version=self.version)
+            )
+            try:
+                self.version = await asyncio.shield(write)
+            except asyncio.CancelledError:
+                # A write already on its way still commits; know its version before the run, now
+                # cancelled, writes its last messages.
+                self.version = await write
+                raise
 
 
 class SessionBinding:
