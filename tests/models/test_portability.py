@@ -356,7 +356,13 @@ def gemini_script() -> list[Reply]:
                 function_call("get_time", "Rome", id="c4vn7p0z"),
             ]
         ),
-        gemini_reply([{"text": ANSWER, "thoughtSignature": _b64("gemini-sig-text")}]),
+        # A signed thought of its own, and a signed text part.
+        gemini_reply(
+            [
+                {**thought(f"{SECRET} three"), "thoughtSignature": _b64("gemini-sig-thought")},
+                {"text": ANSWER, "thoughtSignature": _b64("gemini-sig-text")},
+            ]
+        ),
     ]
 
 
@@ -414,7 +420,7 @@ PROVIDERS = {
         lambda text: gemini_reply([{"text": text}]),
         view_gemini,
         None,
-        ("gemini-sig-one", "gemini-sig-two", "gemini-sig-text"),
+        ("gemini-sig-one", "gemini-sig-two", "gemini-sig-thought", "gemini-sig-text"),
     ),
 }
 PAIRS = [(a, b) for a in PROVIDERS for b in PROVIDERS]
@@ -455,7 +461,7 @@ async def test_conversation_continues_on_another_provider(wire: WireServer, a: s
     assert result.text == ANSWER
     assert len(wire.requests) == 3
     # Within its own run A got its signed parts back (all but those of the final text).
-    own = [s for s in first.signed if s != "gemini-sig-text"]
+    own = [s for s in first.signed if s not in ("gemini-sig-thought", "gemini-sig-text")]
     assert first.view(wire.requests[2].json).signed == own
 
     wire.queue(second.final(LATER))
