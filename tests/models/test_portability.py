@@ -498,10 +498,18 @@ async def test_hostile_tool_call_ids_are_rewritten_for_each_provider(wire: WireS
             content="18C in Paris",
         ),
         ToolCallMessage(
-            tool_name="get_weather", tool_call_id=ids[1], arguments={"city": "Rome"}, content="21C in Rome", batch_id="b2"
+            tool_name="get_weather",
+            tool_call_id=ids[1],
+            arguments={"city": "Rome"},
+            content="21C in Rome",
+            batch_id="b2",
         ),
         ToolCallMessage(
-            tool_name="get_time", tool_call_id=ids[2], arguments={"city": "Rome"}, content="10:00 in Rome", batch_id="b2"
+            tool_name="get_time",
+            tool_call_id=ids[2],
+            arguments={"city": "Rome"},
+            content="10:00 in Rome",
+            batch_id="b2",
         ),
         AssistantMessage(ANSWER),
     ]
