@@ -3,7 +3,7 @@
 Requests go through ``client.aio.models.generate_content`` (plain) or ``generate_content_stream``
 (SSE, ``alt=sse``). Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own
 function-call ids) is kept as ``ThinkingPart(provider="google")`` and under the ``"google"`` key of
-``provider_data``, and is sent back to Gemini only. See docs/providers-gemini.md.
+``provider_data``, and is sent back to Gemini only. See docs/providers.md.
 """
 
 from __future__ import annotations

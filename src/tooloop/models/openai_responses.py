@@ -3,7 +3,7 @@
 Requests are stateless: ``store=False`` and, for reasoning models, ``include=["reasoning.encrypted_content"]``,
 so a response's reasoning items (kept in ``provider_data["openai-responses"]``) can be sent back
 with the conversation instead of being looked up on OpenAI's servers. See
-docs/providers-openai-responses.md.
+docs/providers.md.
 """
 
 from __future__ import annotations
