@@ -316,6 +316,25 @@ async def test_foreign_history_without_ids_and_gemini3_sentinel(wire: WireServer
     assert new[1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
 
 
+async def test_turns_of_one_role_merge_so_roles_alternate(wire: WireServer) -> None:
+    wire.queue(reply([{"text": "ok"}]))
+    messages = [
+        UserMessage("One."),
+        AssistantMessage(""),  # nothing to send: the two user turns around it become one
+        UserMessage("Two."),
+        AssistantMessage("A."),
+        AssistantMessage("B."),
+        UserMessage("Three."),
+    ]
+    await model(wire).respond(ModelRequest(messages))
+
+    assert wire.requests[0].json["contents"] == [
+        {"role": "user", "parts": [{"text": "One."}, {"text": "Two."}]},
+        {"role": "model", "parts": [{"text": "A."}, {"text": "B."}]},
+        {"role": "user", "parts": [{"text": "Three."}]},
+    ]
+
+
 async def test_thoughts_streamed_and_text_signature_kept(wire: WireServer) -> None:
     wire.queue(
         sse(

@@ -437,6 +437,9 @@ async def test_401_is_not_retried(wire: WireServer) -> None:
         await model(wire).respond(ask())
     assert info.value.status_code == 401
     assert len(wire.requests) == 1
+    # The key echoed by the server is scrubbed from the message, the body and the chained cause.
+    assert "sk-test" not in str(info.value) and "sk-test" not in json.dumps(info.value.body)
+    assert info.value.__cause__ is None
 
 
 async def test_429_retry_after_then_ok(wire: WireServer) -> None:
@@ -490,6 +493,13 @@ async def test_error_event_in_stream(wire: WireServer) -> None:
     stream = Stream().add("error", code="context_length_exceeded", message="Too long.", param=None)
     wire.queue(stream.reply())
     with pytest.raises(ContextLengthError):
+        await model(wire).respond(ask(), collect()[1])
+
+
+async def test_invalid_request_event_in_stream(wire: WireServer) -> None:
+    stream = Stream().add("error", code="invalid_prompt", message="Prompt flagged.", param=None)
+    wire.queue(stream.reply())
+    with pytest.raises(BadRequestError, match="Prompt flagged"):
         await model(wire).respond(ask(), collect()[1])
 
 

@@ -1,8 +1,10 @@
 """Translate the ``openai`` SDK's exceptions into :mod:`tooloop.errors`, for every OpenAI adapter.
 
-The SDK has already retried what it retries (429, 408, 409, 5xx and connection errors, honouring
-``retry-after``) by the time an exception reaches this module, so the mapping only decides which
-tooloop error the caller sees. The API key is scrubbed from every message and body it could echo.
+Used by the Chat Completions and the Responses adapters. The SDK has already retried what it
+retries (429, 408, 409, 5xx and connection errors, honouring ``retry-after``) by the time an
+exception reaches this module, so the mapping only decides which tooloop error the caller sees.
+Errors reported inside a successful (200) stream, which have a code but no HTTP status, go through
+:func:`stream_error`. The API key is scrubbed from every message and body it could echo.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import openai
 
@@ -26,7 +28,7 @@ from ..errors import (
     RateLimitError,
 )
 
-__all__ = ["is_context_length", "map_openai_error", "parse_retry_after"]
+__all__ = ["is_context_length", "map_openai_error", "parse_retry_after", "raise_mapped", "stream_error"]
 
 _CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length", "context_window_exceeded"})
 _CONTEXT_PHRASES = (
@@ -75,7 +77,7 @@ def map_openai_error(exc: BaseException, *, provider: str, secret: str | None = 
     if isinstance(exc, openai.APIStatusError):
         return _status_error(exc, message, provider, _scrub_body(exc.body, secret))
     if isinstance(exc, openai.APIError):  # an error event inside a stream: no HTTP status
-        return _stream_error(exc, message, provider, _scrub_body(exc.body, secret))
+        return stream_error(exc.code, exc.type, message, provider=provider, body=_scrub_body(exc.body, secret))
     if isinstance(exc, json.JSONDecodeError | ValueError):
         return ModelResponseError(f"{provider} sent data that is not valid JSON: {message}", provider=provider)
     return ProviderError(message, provider=provider)
@@ -98,15 +100,27 @@ def _status_error(exc: openai.APIStatusError, message: str, provider: str, body:
     return BadRequestError(message, **common)
 
 
-def _stream_error(exc: openai.APIError, message: str, provider: str, body: Any) -> ProviderError:
-    kind = " ".join(str(v) for v in (exc.code, exc.type) if v)
-    if is_context_length(exc.code, message):
+def stream_error(code: object, kind: object, message: str, *, provider: str, body: Any = None) -> ProviderError:
+    """The tooloop error for a failure reported inside a 200 stream or a failed response.
+
+    ``code`` and ``kind`` are the error object's ``code`` and ``type`` (either may be missing).
+    """
+    label = " ".join(str(v) for v in (code, kind) if v)
+    if is_context_length(code, message):
         return ContextLengthError(message, provider=provider, body=body)
-    if "rate_limit" in kind:
+    if "rate_limit" in label:
         return RateLimitError(message, provider=provider, body=body)
-    if "server_error" in kind or "overloaded" in kind or not kind:
+    if not label or any(word in label for word in ("server_error", "overloaded", "slow_down")):
         return ProviderOverloadedError(message, provider=provider, body=body)
+    if label.startswith("invalid"):
+        return BadRequestError(message, provider=provider, body=body)
     return ProviderError(message, provider=provider, body=body)
+
+
+def raise_mapped(exc: BaseException, *, provider: str, secret: str | None) -> NoReturn:
+    """Raise the tooloop error for ``exc``, chained to it unless its text holds the API key."""
+    error = map_openai_error(exc, provider=provider, secret=secret)
+    raise error from (None if secret and secret in str(exc) else exc)
 
 
 def _message(exc: BaseException) -> str:

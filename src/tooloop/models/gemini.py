@@ -3,7 +3,7 @@
 Requests go through ``client.aio.models.generate_content`` (plain) or ``generate_content_stream``
 (SSE, ``alt=sse``). Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own
 function-call ids) is kept as ``ThinkingPart(provider="google")`` and under the ``"google"`` key of
-``provider_data``, and is sent back to Gemini only. See docs/providers-gemini.md.
+``provider_data``, and is sent back to Gemini only. See docs/providers.md.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ _KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 # Documented value that tells Gemini 3 to accept a function call it did not sign (history written
 # by another provider, or by hand).
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
+_UNANSWERED = "(No answer to these tool results: the conversation moved on.)"
 _TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 _REFUSALS = frozenset(
     {
@@ -237,14 +238,32 @@ def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[
         if isinstance(item, SystemMessage):
             system.append(item.text)
         elif isinstance(item, UserMessage):
-            contents.append({"role": "user", "parts": [{"text": item.text}]})
+            _add(contents, "user", [{"text": item.text}])
         elif isinstance(item, AssistantMessage):
-            parts = _assistant_parts(item)
-            if parts:
-                contents.append({"role": "model", "parts": parts})
+            _add(contents, "model", _assistant_parts(item))
         elif isinstance(item, ToolBatch):
-            contents.extend(_batch_contents(item, sign_foreign))
+            for content in _batch_contents(item, sign_foreign):
+                _add(contents, content["role"], content["parts"])
     return contents, system
+
+
+def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+    """Append a turn so that roles alternate, as Gemini requires.
+
+    Two turns of one role merge, except user text after tool results (a run that stopped before
+    the model answered them): Gemini reads text merged into a results turn as part of the results,
+    so a short model turn goes between them.
+    """
+    if not parts:
+        return
+    last = contents[-1] if contents else None
+    if last is None or last["role"] != role:
+        contents.append({"role": role, "parts": parts})
+    elif role == "user" and any("function_response" in p for p in last["parts"]):
+        contents.append({"role": "model", "parts": [{"text": _UNANSWERED}]})
+        contents.append({"role": role, "parts": parts})
+    else:
+        last["parts"].extend(parts)
 
 
 def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:

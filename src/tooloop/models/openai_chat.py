@@ -28,7 +28,7 @@ from ..errors import ConfigurationError, ModelResponseError
 from ..events import EventHandler
 from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, ToolCallMessage, UserMessage
 from ._openai_chat_parse import ChatStreamReader, parse_completion
-from ._openai_errors import map_openai_error
+from ._openai_errors import raise_mapped
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from .portable import IdMapper, ToolBatch, turns
@@ -176,8 +176,7 @@ class OpenAIChatModel:
                 return await self._stream(body, on_event)
             return await self._plain(body)
         except openai.OpenAIError as exc:
-            error = map_openai_error(exc, provider=self.provider, secret=self._secret)
-            raise error from (None if self._secret and self._secret in str(exc) else exc)
+            raise_mapped(exc, provider=self.provider, secret=self._secret)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body or chunk that is not JSON
             raise ModelResponseError(
                 f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider

@@ -3,7 +3,7 @@
 Requests are stateless: ``store=False`` and, for reasoning models, ``include=["reasoning.encrypted_content"]``,
 so a response's reasoning items (kept in ``provider_data["openai-responses"]``) can be sent back
 with the conversation instead of being looked up on OpenAI's servers. See
-docs/providers-openai-responses.md.
+docs/providers.md.
 """
 
 from __future__ import annotations
@@ -18,18 +18,7 @@ from typing import Any, cast
 import openai
 from openai.types.responses import Response
 
-from ..errors import (
-    AuthenticationError,
-    BadRequestError,
-    ConfigurationError,
-    ContextLengthError,
-    ModelResponseError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderOverloadedError,
-    ProviderTimeoutError,
-    RateLimitError,
-)
+from ..errors import ConfigurationError, ModelResponseError, ProviderConnectionError, ProviderError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import (
     AssistantMessage,
@@ -42,6 +31,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ._openai_errors import raise_mapped, stream_error
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .portable import IdMapper, ToolBatch, turns
@@ -50,7 +40,6 @@ __all__ = ["OpenAIResponsesModel", "create"]
 
 PROVIDER = "openai-responses"
 _NO_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-4o)")
-_CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context", re.I)
 
 
 def create(
@@ -136,7 +125,7 @@ class OpenAIResponsesModel:
             events = await self._clients.get().responses.create(**params, stream=True)
             return await _Streamer(on_event).run(events)
         except openai.APIError as exc:
-            raise _provider_error(exc) from exc
+            raise_mapped(exc, provider=PROVIDER, secret=self._clients.first.api_key)
 
     def _params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         if settings.stop is not None or settings.seed is not None:
@@ -336,7 +325,7 @@ class _Streamer:
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return _read(cast(Response, event.response))
         if kind == "error":
-            raise _stream_error(event.code, event.message)
+            raise stream_error(event.code, None, event.message, provider=PROVIDER, body=event.model_dump(mode="json"))
         on_event = self.on_event
         if on_event is None:
             return None
@@ -354,62 +343,11 @@ class _Streamer:
         return None
 
 
-# ----------------------------------------------------------------------------------------------
-# Errors (to be unified with the Chat Completions adapter's mapping)
-
-
-def _provider_error(exc: openai.APIError) -> ProviderError:
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderTimeoutError(f"OpenAI request timed out: {exc}", provider=PROVIDER)
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderConnectionError(f"connection to OpenAI failed: {exc.__cause__ or exc}", provider=PROVIDER)
-    status = getattr(exc, "status_code", None)
-    kwargs: dict[str, Any] = {"status_code": status, "provider": PROVIDER, "body": exc.body}
-    message = f"OpenAI API error {status}: {exc.message}" if status else f"OpenAI API error: {exc.message}"
-    code = getattr(exc, "code", None)
-    if status in (401, 403):
-        return AuthenticationError(message, **kwargs)
-    if status == 429:
-        return RateLimitError(message, retry_after=_retry_after(exc), **kwargs)
-    if status in (408, 504):
-        return ProviderTimeoutError(message, **kwargs)
-    if status is not None and status >= 500:
-        return ProviderOverloadedError(message, **kwargs)
-    if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(exc.message):
-        return ContextLengthError(message, **kwargs)
-    if status is None:
-        return _stream_error(code, exc.message)
-    return BadRequestError(message, **kwargs)
-
-
-def _retry_after(exc: openai.APIError) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
-def _stream_error(code: str | None, message: str) -> ProviderError:
-    """An error reported inside a 200 stream (``error`` event or ``response.failed``)."""
-    text = f"OpenAI error {code}: {message}" if code else f"OpenAI error: {message}"
-    if code in ("rate_limit_exceeded",):
-        return RateLimitError(text, provider=PROVIDER)
-    if code in ("server_error", "server_is_overloaded", "slow_down"):
-        return ProviderOverloadedError(text, provider=PROVIDER)
-    if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(message):
-        return ContextLengthError(text, provider=PROVIDER)
-    if code and code.startswith("invalid"):
-        return BadRequestError(text, provider=PROVIDER)
-    return ModelResponseError(text, provider=PROVIDER)
-
-
 def _response_failure(response: Response) -> ProviderError:
     error = response.error
     if error is None:
         return ModelResponseError("OpenAI response failed without an error", provider=PROVIDER)
-    return _stream_error(error.code, error.message)
+    return stream_error(error.code, None, error.message, provider=PROVIDER, body=error.model_dump(mode="json"))
 
 
 async def _close(client: Any) -> None:

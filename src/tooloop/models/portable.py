@@ -1,16 +1,19 @@
 """Provider-neutral helpers every adapter uses to send a transcript that any provider accepts.
 
-The rules (documented in the README's "Switching providers" section):
+The rules (documented in docs/providers.md, "Switching providers mid-conversation"):
 
 * Tool-call batches: consecutive :class:`ToolCallMessage` values with one ``batch_id`` are one
   assistant turn followed by its results (:func:`turns`).
 * Tool-call ids: every provider has its own charset and length rules. :class:`IdMapper` rewrites
   an id that breaks the target's rule to a deterministic, collision-free id that keeps it, and
-  uses the same rewrite for the call and its result.
+  uses the same rewrite for the call and its result (Chat Completions: 40 characters of
+  ``a-zA-Z0-9_-``; Responses and Anthropic: 64). Gemini gets only the ids it made itself; other
+  calls go without an id and are matched to their results by order and name.
 * Thinking: a part signed by provider X (``ThinkingPart.provider == X``) goes back only to X.
   For any other provider it is dropped: reasoning is the model's scratchpad, and a foreign
   signature would be rejected. Unsigned thinking from another provider is dropped too.
-* ``provider_data``: read only by the adapter whose provider name is its key; others ignore it.
+* ``provider_data`` (e.g. the Responses API's encrypted reasoning items, Gemini's signatures):
+  read only by the adapter whose provider name is its key; others ignore it.
 """
 
 from __future__ import annotations
