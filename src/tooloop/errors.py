@@ -30,8 +30,9 @@
         ├── ConflictError              another writer changed the session first
         └── CorruptDataError           stored data cannot be read (names session and position)
 
-Every error raised out of a run carries ``transcript`` (everything up to the failure, valid to send
-to any provider) and ``usage``, so nothing the user paid for is lost.
+Every error raised out of a run carries ``transcript`` (everything up to the last complete step,
+valid to send to any provider), ``usage``, and ``partial_text`` when a streamed answer was cut
+off, so nothing the user paid for is lost.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class ToolloopError(Exception):
 
     transcript: Transcript | None = None
     usage: Usage | None = None
+    partial_text: str | None = None
+    """Text a streaming response had produced when the run failed (not part of the transcript)."""
 
 
 class UserError(ToolloopError):

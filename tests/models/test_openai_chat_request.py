@@ -185,7 +185,12 @@ async def test_structured_output(wire: WireServer, make_model: Make) -> None:
     body = await sent_body(wire, make_model(), ModelRequest([UserMessage("hi")], output=output))
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "final_answer", "schema": schema, "strict": True, "description": "The answer."},
+        "json_schema": {
+            "name": "final_answer",
+            "schema": {**schema, "additionalProperties": False},  # strict mode's required form
+            "strict": True,
+            "description": "The answer.",
+        },
     }
 
 

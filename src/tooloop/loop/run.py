@@ -243,7 +243,9 @@ class Run:
         finally:
             self.token._detach(task)
         if error is not None:
-            self._close_partial()
+            if self._partial:
+                error.partial_text = "".join(self._partial)
+                self._partial = None
             await self._flush(quiet=True)
             raise self._attach_state(error)
         await self._flush()
@@ -392,8 +394,14 @@ class Run:
         response = await self._request_model("none")
         if response.tool_calls:
             await self._refuse_batch(slots_from_response(response, f"final-{self.iteration}", self), response)
-        else:
-            await self._add(_answer(response))
+            return
+        await self._add(_answer(response))
+        spec = self.config.output
+        if spec is not None:
+            try:
+                self.output = spec.validate(response.text)
+            except ValueError as exc:  # no turn is left to ask again
+                raise OutputValidationError(f"the final answer did not match {spec.schema.name}: {exc}") from None
 
     async def _request_model(self, tool_choice: ToolChoice) -> ModelResponse:
         self.iteration += 1
@@ -421,7 +429,9 @@ class Run:
         self._partial = None
         self._response = response
         usage = response.usage
-        self.usage = self.usage + (usage if usage.requests == 1 else replace(usage, requests=1))
+        if usage.requests != 1 or usage.tool_calls:
+            usage = replace(usage, requests=1, tool_calls=0)  # the loop counts requests and executed calls
+        self.usage = self.usage + usage
         self.emit(ModelRequestFinished(self.iteration, response, self.usage))
         return response
 

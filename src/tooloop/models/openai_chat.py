@@ -29,6 +29,7 @@ from ..events import EventHandler
 from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, ToolCallMessage, UserMessage
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_errors import raise_mapped
+from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from .portable import IdMapper, ToolBatch, turns
@@ -291,7 +292,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
-        "parameters": _plain(tool.parameters),
+        "parameters": strict_schema(tool.parameters) if tool.strict else _plain(tool.parameters),
     }
     if tool.strict is not None:
         function["strict"] = tool.strict
@@ -304,7 +305,7 @@ _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 def _response_format(output: OutputSchema) -> dict[str, Any]:
     schema: dict[str, Any] = {
         "name": _SCHEMA_NAME.sub("_", output.name)[:64] or "output",
-        "schema": _plain(output.schema),
+        "schema": strict_schema(output.schema) if output.strict else _plain(output.schema),
         "strict": output.strict,
     }
     if output.description:

@@ -32,6 +32,7 @@ from ..messages import (
     UserMessage,
 )
 from ._openai_errors import raise_mapped, stream_error
+from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .portable import IdMapper, ToolBatch, turns
@@ -144,21 +145,22 @@ class OpenAIResponsesModel:
                     "type": "function",
                     "name": t.name,
                     "description": t.description,
-                    "parameters": dict(t.parameters),
+                    "parameters": strict_schema(t.parameters) if t.strict else dict(t.parameters),
                     "strict": bool(t.strict),
                 }
                 for t in request.tools
             ]
             params["tool_choice"] = request.tool_choice
-        if request.output is not None:
+        output = request.output
+        if output is not None:
             fmt: dict[str, Any] = {
                 "type": "json_schema",
-                "name": request.output.name,
-                "schema": dict(request.output.schema),
-                "strict": request.output.strict,
+                "name": output.name,
+                "schema": strict_schema(output.schema) if output.strict else dict(output.schema),
+                "strict": output.strict,
             }
-            if request.output.description:
-                fmt["description"] = request.output.description
+            if output.description:
+                fmt["description"] = output.description
             params["text"] = {"format": fmt}
         for name, value in (
             ("temperature", settings.temperature),

@@ -79,7 +79,7 @@ def encode(message: Message) -> Record:
 
 
 def plan_rows(
-    records: Sequence[Record], latest: dict[str, Latest], version: int, count: int
+    records: Sequence[Record], latest: dict[str, Latest], version: int, count: int, *, claim: bool = False
 ) -> tuple[list[Row], int, int]:
     """The rows to insert for ``records`` and the session's new ``(version, message_count)``.
 
@@ -87,6 +87,10 @@ def plan_rows(
     A tool call replaces the newest entry with its id when that entry is unfinished or belongs
     to the same batch (the same model response); an exact repeat is skipped. A provider that
     reuses ids in a later response (``call_0`` every time) therefore gets a new entry.
+
+    With ``claim`` (a conditional write) the version moves even when every record is a repeat:
+    two processes resuming the same interrupted calls both write the same records, and the
+    second must lose before it runs anything.
     """
     rows: list[Row] = []
     for record in records:
@@ -102,6 +106,8 @@ def plan_rows(
         if call_id is not None:
             latest[call_id] = Latest(pos, record.status, record.data)
         rows.append(Row(version, pos, call_id, record.status, record.data))
+        version += 1
+    if claim and not rows:
         version += 1
     return rows, version, count
 

@@ -259,7 +259,7 @@ async def _append(conn: _Conn, session_id: str, records: list[Record], expected:
             "writer changed it first. Nothing was written; reload the session and retry."
         )
     latest = await _latest(conn, session_id, {r.tool_call_id for r in records if r.tool_call_id is not None})
-    rows, new_version, new_count = plan_rows(records, latest, version, count)
+    rows, new_version, new_count = plan_rows(records, latest, version, count, claim=expected is not None)
     await conn.execute(
         "UPDATE tooloop_sessions SET version = %s, message_count = %s, updated_at = %s WHERE id = %s",
         (new_version, new_count, now, session_id),

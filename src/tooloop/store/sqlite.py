@@ -277,7 +277,7 @@ def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], ex
         ).fetchone()
         if found is not None:
             latest[call_id] = Latest(*found)
-    rows, new_version, new_count = plan_rows(records, latest, version, count)
+    rows, new_version, new_count = plan_rows(records, latest, version, count, claim=expected is not None)
     now = time.time()
     _ensure_session(conn, session_id, now)
     conn.execute(

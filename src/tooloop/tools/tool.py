@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -107,7 +110,8 @@ class Tool:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.function(**kwargs)
-        result = await asyncio.to_thread(self.function, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, self.function, **kwargs)
+        result = await asyncio.get_running_loop().run_in_executor(_sync_tool_executor(), call)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -115,6 +119,21 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not a tool."""
         return self.function(*args, **kwargs)
+
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _sync_tool_executor() -> ThreadPoolExecutor:
+    """The threads sync tools run in: tooloop's own, not the loop's default executor, because
+    ``asyncio.run`` (and so ``run_sync``) waits for the default executor's threads on exit, and a
+    hung tool would hold up a run that already ended by timeout or cancellation."""
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tooloop-tool")
+        return _EXECUTOR
 
 
 def _validation_message(name: str, exc: Any) -> str:
