@@ -7,6 +7,7 @@ official SDK actually sent, so both directions of an adapter are checked without
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -72,6 +73,13 @@ def sse_reply(events: Iterable[Any], *, done: bool = False, named: bool = False,
 Handler = Callable[[Recorded], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-answer (a cut stream, a cancelled request) is expected here.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class WireServer:
     """A threaded HTTP server on 127.0.0.1 answering from a queue of replies or a handler."""
 
@@ -114,7 +122,7 @@ class WireServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 

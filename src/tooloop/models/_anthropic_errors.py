@@ -26,6 +26,7 @@ from ..errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from ._secrets import scrub, scrub_body
 
 __all__ = ["error_for", "map_exception"]
 
@@ -101,8 +102,11 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def map_exception(exc: BaseException) -> ProviderError | None:
-    """The tooloop error for an SDK or transport exception, or None when it is not one of those."""
+def map_exception(exc: BaseException, secret: str | None = None) -> ProviderError | None:
+    """The tooloop error for an SDK or transport exception, or None when it is not one of those.
+
+    ``secret`` (the API key) is masked wherever the provider echoed it.
+    """
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body
         error = body.get("error") if isinstance(body, dict) else None
@@ -112,14 +116,14 @@ def map_exception(exc: BaseException) -> ProviderError | None:
         return error_for(
             status,
             error_type if isinstance(error_type, str) else None,
-            message if isinstance(message, str) else str(exc),
-            body=body,
+            scrub(message if isinstance(message, str) else str(exc), secret),
+            body=scrub_body(body, secret),
             headers=exc.response.headers,
         )
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
         return ProviderTimeoutError("Anthropic request timed out", provider=_PROVIDER)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
-        return ProviderConnectionError(f"connection to Anthropic failed: {exc}", provider=_PROVIDER)
+        return ProviderConnectionError(scrub(f"connection to Anthropic failed: {exc}", secret), provider=_PROVIDER)
     if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
         return ModelResponseError(f"Anthropic answered something unreadable: {exc}", provider=_PROVIDER)
     return None

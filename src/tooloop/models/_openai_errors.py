@@ -27,6 +27,7 @@ from ..errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from ._secrets import scrub, scrub_body
 
 __all__ = ["is_context_length", "map_openai_error", "parse_retry_after", "raise_mapped", "stream_error"]
 
@@ -69,15 +70,15 @@ def is_context_length(code: object, message: str) -> bool:
 
 def map_openai_error(exc: BaseException, *, provider: str, secret: str | None = None) -> ProviderError:
     """The tooloop error for an exception raised by the ``openai`` SDK (or while reading its stream)."""
-    message = _scrub(_message(exc), secret)
+    message = scrub(_message(exc), secret)
     if isinstance(exc, openai.APITimeoutError):
         return ProviderTimeoutError(message, provider=provider)
     if isinstance(exc, openai.APIConnectionError):
         return ProviderConnectionError(message, provider=provider)
     if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc, message, provider, _scrub_body(exc.body, secret))
+        return _status_error(exc, message, provider, scrub_body(exc.body, secret))
     if isinstance(exc, openai.APIError):  # an error event inside a stream: no HTTP status
-        return stream_error(exc.code, exc.type, message, provider=provider, body=_scrub_body(exc.body, secret))
+        return stream_error(exc.code, exc.type, message, provider=provider, body=scrub_body(exc.body, secret))
     if isinstance(exc, json.JSONDecodeError | ValueError):
         return ModelResponseError(f"{provider} sent data that is not valid JSON: {message}", provider=provider)
     return ProviderError(message, provider=provider)
@@ -126,21 +127,3 @@ def raise_mapped(exc: BaseException, *, provider: str, secret: str | None) -> No
 def _message(exc: BaseException) -> str:
     text = str(exc)
     return text if text else type(exc).__name__
-
-
-def _scrub(text: str, secret: str | None) -> str:
-    if secret and secret in text:
-        return text.replace(secret, "***")
-    return text
-
-
-def _scrub_body(body: Any, secret: str | None) -> Any:
-    if not secret or body is None:
-        return body
-    try:
-        encoded = json.dumps(body)
-    except (TypeError, ValueError):
-        return _scrub(str(body), secret)
-    if secret not in encoded:
-        return body
-    return json.loads(encoded.replace(secret, "***"))

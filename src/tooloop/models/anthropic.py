@@ -175,10 +175,12 @@ class AnthropicModel:
         except ProviderError:
             raise
         except Exception as exc:  # SDK, transport and decoding failures become tooloop errors
-            mapped = map_exception(exc)
+            secret = self._clients.first.api_key
+            mapped = map_exception(exc, secret)
             if mapped is None:
                 raise
-            raise mapped from exc
+            leaky = secret is not None and secret in f"{exc} {exc!r}"
+            raise mapped from (None if leaky else exc)
 
     async def _stream(
         self,

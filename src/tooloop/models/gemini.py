@@ -49,6 +49,7 @@ from ..messages import (
     UserMessage,
 )
 from ._per_loop import PerLoop
+from ._secrets import scrub, scrub_body
 from .base import ModelRequest, ModelSettings
 from .portable import ToolBatch, own_thinking, turns
 
@@ -154,6 +155,7 @@ class GeminiModel:
         self._max_retries = max_retries
         self._generation = _generation(model_name)
         make = functools.partial(_client, api_key, base_url, timeout)
+        self._secret = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
         self._clients = PerLoop(client, None) if client is not None else PerLoop(make(), make, _close)
 
     @property
@@ -199,10 +201,11 @@ class GeminiModel:
                 )
                 return reader.finish(streamed=False)
             except _CAUGHT as exc:
-                error = _provider_error(exc)
+                error = _provider_error(exc, self._secret)
                 delay = _backoff(error, attempt)
                 if delay is None or attempt >= self._max_retries or reader.emitted:
-                    raise error from exc
+                    leaky = self._secret is not None and self._secret in f"{exc} {exc!r}"
+                    raise error from (None if leaky else exc)
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -495,14 +498,15 @@ def _usage(meta: genai_types.GenerateContentResponseUsageMetadata | None, tool_c
 # Errors
 
 
-def _provider_error(exc: Exception) -> ProviderError:
+def _provider_error(exc: Exception, secret: str | None = None) -> ProviderError:
     if isinstance(exc, _TIMEOUT_ERRORS):
-        return ProviderTimeoutError(f"Gemini request timed out: {exc}", provider=PROVIDER)
+        return ProviderTimeoutError(scrub(f"Gemini request timed out: {exc}", secret), provider=PROVIDER)
     if not isinstance(exc, genai_errors.APIError):
-        return ProviderConnectionError(f"connection to Gemini failed: {exc!r}", provider=PROVIDER)
+        return ProviderConnectionError(scrub(f"connection to Gemini failed: {exc!r}", secret), provider=PROVIDER)
     code = exc.code
     message = f"Gemini API error {code} {exc.status or ''}: {exc.message or exc.details}".replace("  ", " ")
-    kwargs: dict[str, Any] = {"status_code": code, "provider": PROVIDER, "body": exc.details}
+    message = scrub(message, secret)
+    kwargs: dict[str, Any] = {"status_code": code, "provider": PROVIDER, "body": scrub_body(exc.details, secret)}
     text = exc.message or ""
     if code in (401, 403) or "API_KEY_INVALID" in json.dumps(exc.details) or "API key not valid" in text:
         return AuthenticationError(message, **kwargs)
