@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,30 @@ async def test_a_session_keeps_its_title_model_and_usage_totals(store_url: str) 
     assert info.title == "Plan a trip to Lisbon in May"
     assert info.model == "claude-haiku-4-5"
     assert (info.usage.input_tokens, info.usage.output_tokens, info.usage.requests) == (10, 2, 2)
+
+
+async def test_two_workers_resuming_one_session_never_both_run_an_interrupted_call(store_url: str) -> None:
+    from tooloop import ConflictError, ToolCallMessage
+
+    paid: list[int] = []
+
+    @tool
+    async def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        await asyncio.sleep(0.05)
+        return "paid"
+
+    async with open_store(store_url) as store:  # a process died while 'pay' ran: STARTED, no result
+        started = ToolCallMessage(
+            tool_name="pay", tool_call_id="c1", arguments={"amount": 5}, status=ToolCallStatus.STARTED, batch_id="b"
+        )
+        await store.append("s", [UserMessage("pay 5"), started])
+
+    def worker() -> Agent:
+        return Agent(ScriptedModel(["done"]), tools=[pay], store=store_url)
+
+    outcomes = await asyncio.gather(worker().resume("s"), worker().resume("s"), return_exceptions=True)
+    assert paid == [5]
+    assert sorted(type(o).__name__ for o in outcomes) == ["ConflictError", "RunResult"]
+    assert any(isinstance(o, ConflictError) for o in outcomes)
