@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, overload
 
 from ._json import to_jsonable
@@ -162,6 +164,18 @@ class Transcript(Sequence[Message]):
     def to_json(self, *, indent: int | None = None) -> str:
         """The versioned JSON form: ``{"version": 1, "messages": [...]}``."""
         return json.dumps({"version": SCHEMA_VERSION, "messages": self.to_dicts()}, ensure_ascii=False, indent=indent)
+
+    def save_to_file(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_json` to ``path`` atomically (a crash never leaves half a file)."""
+        target = Path(path)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary.write_text(self.to_json(indent=2), encoding="utf-8")
+        os.replace(temporary, target)
+
+    @classmethod
+    def load_from_file(cls, path: str | os.PathLike[str]) -> Transcript:
+        """Read a file written by :meth:`save_to_file` (``CorruptDataError`` names what is wrong)."""
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     @classmethod
     def from_json(cls, data: str | bytes | Mapping[str, Any]) -> Transcript:

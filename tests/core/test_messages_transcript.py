@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -294,3 +295,14 @@ def test_from_json_of_any_json_reads_or_raises_corrupt_data(messages: list[objec
 def test_from_json_refuses_non_string_text_instead_of_inventing_it() -> None:
     with pytest.raises(CorruptDataError, match="message 0"):
         Transcript.from_json('{"version": 1, "messages": [{"kind": "user", "text": null}]}')
+
+
+def test_a_transcript_saves_to_a_file_and_loads_back(tmp_path: Path) -> None:
+    transcript = Transcript([UserMessage("hi"), AssistantMessage("hello")])
+    path = tmp_path / "chat.json"
+    transcript.save_to_file(path)
+    assert Transcript.load_from_file(path) == transcript
+    assert [p.name for p in tmp_path.iterdir()] == ["chat.json"]  # no temporary file left behind
+    path.write_text(path.read_text()[:-20])
+    with pytest.raises(CorruptDataError):
+        Transcript.load_from_file(path)

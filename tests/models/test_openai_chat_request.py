@@ -274,3 +274,18 @@ def test_model_attributes() -> None:
     model = get_model("llamacpp:gemma-3", api_key="k")
     assert (model.name, getattr(model, "provider", None)) == ("gemma-3", "llamacpp")
     assert "http://localhost:8080/v1" in repr(model)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [("openai:gpt-4.1", '{"city": "Ro'), ("vllm:qwen3", "{}")])
+async def test_broken_arguments_go_back_verbatim_only_to_openai(
+    wire: WireServer, make_model: Make, spec: str, expected: str
+) -> None:
+    broken = ToolCallMessage(
+        tool_name="get_weather",
+        tool_call_id="call_1",
+        raw_arguments='{"city": "Ro',
+        status=ToolCallStatus.ERROR,
+        content="ToolArgumentsError: arguments are not valid JSON",
+    )
+    body = await sent_body(wire, make_model(spec), ModelRequest([UserMessage("Rome?"), broken]))
+    assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == expected

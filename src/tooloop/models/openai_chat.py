@@ -242,7 +242,7 @@ class OpenAIChatModel:
         append = out.append
         for item in turns(messages):
             if isinstance(item, ToolBatch):
-                _add_batch(item, ids, out)
+                _add_batch(item, ids, out, raw_arguments=self.provider == "openai")
             elif isinstance(item, UserMessage):
                 append({"role": "user", "content": item.text})
             elif isinstance(item, AssistantMessage):
@@ -258,8 +258,13 @@ def _assistant_text(message: AssistantMessage) -> str:
     return message.text
 
 
-def _add_batch(batch: ToolBatch, ids: IdMapper, out: list[dict[str, Any]]) -> None:
-    """One assistant turn with its tool calls, then one ``tool`` message per call, in order."""
+def _add_batch(batch: ToolBatch, ids: IdMapper, out: list[dict[str, Any]], *, raw_arguments: bool) -> None:
+    """One assistant turn with its tool calls, then one ``tool`` message per call, in order.
+
+    Arguments that were not valid JSON go back as they came to OpenAI itself (it stores them as
+    text, and the model sees its mistake); compatible servers often parse them while building the
+    prompt, so they get ``{}`` and the error result says what was wrong.
+    """
     calls = []
     results = []
     for call in batch.calls:
@@ -268,7 +273,7 @@ def _add_batch(batch: ToolBatch, ids: IdMapper, out: list[dict[str, Any]]) -> No
             {
                 "id": call_id,
                 "type": "function",
-                "function": {"name": call.tool_name, "arguments": _arguments(call)},
+                "function": {"name": call.tool_name, "arguments": _arguments(call, raw_arguments)},
             }
         )
         results.append({"role": "tool", "tool_call_id": call_id, "content": _result_text(call)})
@@ -276,9 +281,9 @@ def _add_batch(batch: ToolBatch, ids: IdMapper, out: list[dict[str, Any]]) -> No
     out.extend(results)
 
 
-def _arguments(call: ToolCallMessage) -> str:
+def _arguments(call: ToolCallMessage, raw: bool) -> str:
     if call.raw_arguments is not None:
-        return call.raw_arguments
+        return call.raw_arguments if raw else "{}"
     return json.dumps(call.arguments, ensure_ascii=False, default=_json_default)
 
 
