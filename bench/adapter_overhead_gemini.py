@@ -98,10 +98,10 @@ def _request() -> Any:
 
 
 async def _measure(port: int, turns: int) -> dict[str, float]:
-    from tooloop.models.gemini import GeminiModel, _config, _contents
+    from tooloop.models.gemini import GeminiModel, _client, _config, _contents
 
     model = GeminiModel(MODEL, api_key="bench", base_url=f"http://127.0.0.1:{port}")
-    client = model._client
+    client = _client("bench", f"http://127.0.0.1:{port}", None)  # the bare SDK, configured the same way
     request = _request()
     contents, system = _contents(request.messages, sign_foreign=False)
     config = _config(request, request.settings, system, 2)
