@@ -15,9 +15,10 @@ from ..events import Event, MessageAdded
 from ..messages import Message, ToolCallMessage, Usage
 from ..transcript import Transcript
 
-__all__ = ["EventHandler", "Journal", "Recorder"]
+__all__ = ["EventSink", "Journal", "Recorder"]
 
-EventHandler = Callable[[Event], None]
+EventSink = Callable[[Event], None]
+"""Where a run sends its events (the queue of ``stream()``)."""
 
 
 class Journal(Protocol):
@@ -33,7 +34,7 @@ class Recorder:
 
     __slots__ = ("_outbox", "_unrecorded", "journal", "on_event", "transcript", "usage")
 
-    def __init__(self, transcript: Transcript, journal: Journal | None, on_event: EventHandler | None):
+    def __init__(self, transcript: Transcript, journal: Journal | None, on_event: EventSink | None):
         self.transcript = transcript
         self.usage = Usage()
         self.journal = journal

@@ -38,7 +38,7 @@ from .approval import check_decisions, decide
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
 from .control import StepContext, call_hook
-from .record import EventHandler, Journal, Recorder
+from .record import EventSink, Journal, Recorder
 from .repair import INTERRUPTED, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
@@ -67,7 +67,7 @@ class Run:
         prompt: str | None = None,
         approvals: Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision] = (),
         token: CancelToken | None = None,
-        on_event: EventHandler | None = None,
+        on_event: EventSink | None = None,
         journal: Journal | None = None,
         session_id: str | None = None,
         session: SessionSource | None = None,
@@ -100,6 +100,7 @@ class Run:
         self.record.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(repaired)
         self.call_ids = {m.tool_call_id for m in repaired if isinstance(m, ToolCallMessage)}
+        self._batch_view: BatchContext | None = None  # holds call_ids: built again
 
     @property
     def token(self) -> CancelToken:
@@ -116,7 +117,7 @@ class Run:
         """The usage so far."""
         return self.record.usage
 
-    def send_events_to(self, handler: EventHandler) -> None:
+    def send_events_to(self, handler: EventSink) -> None:
         """Send every event of the run to ``handler`` (the stream's queue)."""
         self.record.on_event = handler
 
@@ -306,8 +307,11 @@ class Run:
     # ------------------------------------------------------------------ tool batches
 
     def _batch_context(self) -> BatchContext:
+        """What the tool phase sees of this run (built once the history is known)."""
+        if self._batch_view is not None:
+            return self._batch_view
         config, record = self.config, self.record
-        return BatchContext(
+        self._batch_view = BatchContext(
             tools=config.tools,
             denied=config.denied,
             limits=config.limits,
@@ -315,7 +319,6 @@ class Run:
             approver=config.approver,
             decisions=self.decisions,
             session_id=self.session_id,
-            iteration=self.iteration,
             token=self.steps.token,
             call_ids=self.call_ids,
             emit=record.emit,
@@ -325,6 +328,7 @@ class Run:
             stop_requested=self._asked_to_stop,
             step_context=self.step_context,
         )
+        return self._batch_view
 
     def _ask_to_stop(self, reason: StopReason) -> None:
         self._stop_asked = reason
@@ -349,7 +353,7 @@ class Run:
         try:
             waiting = await decide(slots, batch, deny_undecided=deny_undecided)
             await record.record_started(s.template for s in slots if s.outcome is None)
-            await run_batch(slots, batch)
+            await run_batch(slots, batch, self.iteration)
         finally:
             # interrupted while deciding: the calls are kept, marked as not run
             cancel_unfinished(slots, "the run stopped before this call ran")

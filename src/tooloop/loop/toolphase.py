@@ -47,7 +47,6 @@ class BatchContext:
     approver: Approver | None
     decisions: Mapping[str, ApprovalDecision]
     session_id: str | None
-    iteration: int
     token: CancelToken
     call_ids: set[str]
     """Every call id of the transcript; new calls get an id not in it, and add it."""
@@ -179,15 +178,15 @@ def _check(slot: Slot, batch: BatchContext) -> None:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
 
 
-async def run_batch(slots: Sequence[Slot], batch: BatchContext) -> None:
-    """Run every slot that is ready, concurrently except ``sequential`` tools.
+async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) -> None:
+    """Run every slot that is ready, concurrently except ``sequential`` tools, in turn ``iteration``.
 
     On cancellation every call without an outcome gets a cancelled result before the
     cancellation propagates, so the batch can always be recorded.
     """
     ready = [s for s in slots if s.outcome is None]
     try:
-        await run_concurrently(ready, lambda slot: _run_one(slot, batch), _is_sequential)
+        await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential)
     except asyncio.CancelledError:
         cancel_unfinished(ready, "the run was cancelled" if batch.token.cancelled else "the run was interrupted")
         raise
@@ -204,7 +203,7 @@ def _is_sequential(slot: Slot) -> bool:
     return slot.tool is not None and slot.tool.sequential
 
 
-async def _run_one(slot: Slot, batch: BatchContext) -> None:
+async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
     if batch.stop_requested() is not None:
         _stopped(slot)
         return
@@ -220,7 +219,7 @@ async def _run_one(slot: Slot, batch: BatchContext) -> None:
         _stopped(slot)  # another call's hook stopped the run while this call's hook ran
         return
     else:
-        await _execute(slot, batch)
+        await _execute(slot, batch, iteration)
     await _after(slot, batch)
 
 
@@ -228,12 +227,12 @@ def _stopped(slot: Slot) -> None:
     slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
 
 
-async def _execute(slot: Slot, batch: BatchContext) -> None:
+async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     tool, template = slot.tool, slot.template
     assert tool is not None and slot.kwargs is not None
     batch.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
     context = ToolContext(
-        template.tool_call_id, template.tool_name, template.arguments, batch.session_id, batch.iteration, batch.token
+        template.tool_call_id, template.tool_name, template.arguments, batch.session_id, iteration, batch.token
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()
