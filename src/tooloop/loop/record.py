@@ -75,10 +75,9 @@ class Recorder:
 
     async def record_started(self, calls: Iterable[ToolCallMessage]) -> None:
         """Journal calls about to run, so a resumed session knows which may have started."""
-        if self.journal is not None:
-            started = list(calls)
-            if started:
-                await self.journal.record(started)
+        started = list(calls)
+        if self.journal is not None and started:
+            await self.journal.record(started)
 
     async def record_outcome(self, message: ToolCallMessage) -> None:
         """Journal a finished call at once, so a crash never runs it again (the batch follows whole)."""

@@ -38,8 +38,9 @@ from .approval import check_decisions, decide
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
 from .control import StepContext, call_hook
+from .limits import budget_spent, limit_reached
 from .record import EventSink, Journal, Recorder
-from .repair import INTERRUPTED, repair, unfinished_tail
+from .repair import interrupted, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
 from .step import StepRunner
@@ -194,7 +195,7 @@ class Run:
 
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = self._limit_reached()
+        reason = limit_reached(self.config.limits, self.iteration, self.record.usage)
         if reason is not None:
             self._stop(reason)
             if self.config.limits.final_answer_on_limit:
@@ -244,7 +245,9 @@ class Run:
     def _model_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextDelta):
             self.steps.hear(event.text)
-        self.record.emit(event)
+        sink = self.record.on_event
+        if sink is not None:
+            sink(event)
 
     async def _review(self, response: ModelResponse) -> ModelResponse:
         """Let ``on_model_response`` stop the run or replace the response."""
@@ -271,25 +274,12 @@ class Run:
         batch = self._batch_context()
         slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL)
-        if self.stop_reason is not None or flagged or self._budget_spent():
+        if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.usage):
             await self._refuse_batch(slots, response)
             return
         await self._settle(slots, batch)
         if self._stop_asked is not None:
             self._stop(self._stop_asked)
-
-    # ------------------------------------------------------------------ limits
-
-    def _limit_reached(self) -> StopReason | None:
-        if self.iteration >= self.config.limits.max_turns:
-            return StopReason.MAX_TURN_REQUESTS
-        if self._budget_spent():
-            return StopReason.TOKEN_BUDGET
-        return None
-
-    def _budget_spent(self) -> bool:
-        budget = self.config.limits.max_total_tokens
-        return budget is not None and self.record.usage.total_tokens >= budget
 
     async def _final_answer(self) -> None:
         """After a limit stopped the run: one more request without tools, for an answer."""
@@ -338,7 +328,7 @@ class Run:
 
     async def _resume_batch(self, start: int, calls: list[ToolCallMessage]) -> None:
         if not self.config.rerun_interrupted:
-            calls = [_interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
+            calls = [interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
         batch = self._batch_context()
         slots = slots_from_messages(calls, batch)
         check_decisions(slots, self.decisions)  # before the batch leaves the transcript
@@ -352,7 +342,8 @@ class Run:
         self._batch = slots
         try:
             waiting = await decide(slots, batch, deny_undecided=deny_undecided)
-            await record.record_started(s.template for s in slots if s.outcome is None)
+            if record.journal is not None:
+                await record.record_started(s.template for s in slots if s.outcome is None)
             await run_batch(slots, batch, self.iteration)
         finally:
             # interrupted while deciding: the calls are kept, marked as not run
@@ -374,10 +365,6 @@ class Run:
         self._stop(reason)
         if reason is StopReason.TOKEN_BUDGET and self.config.limits.final_answer_on_limit:
             await self._final_answer()
-
-
-def _interrupted(message: ToolCallMessage) -> ToolCallMessage:
-    return replace(message, status=ToolCallStatus.ERROR, content=INTERRUPTED, error_type="Interrupted")
 
 
 def _as_call(slot: Slot) -> ToolCall:

@@ -62,17 +62,8 @@ class StepRunner:
             self._keep_partial()
             return False
         self.token._attach(task)
-        try:
-            completed, error = await self._outcome(step, task)
-        finally:
-            self.token._detach(task)
-        if error is not None:
-            raise await self._failed(error)
-        await self._record.flush()
-        return completed
-
-    async def _outcome(self, step: Step, task: asyncio.Task[Any] | None) -> tuple[bool, ToolloopError | None]:
-        """Await ``step`` within the deadline: (completed, error)."""
+        completed = True
+        error: ToolloopError | None = None
         try:
             if self.deadline is None:
                 await step
@@ -84,16 +75,24 @@ class StepRunner:
                 raise  # not ours: the caller's cancellation goes on
             task.uncancel()
             self._keep_partial()
-            return False, None
-        except TimeoutError as exc:
-            return True, self._timeout_error(exc)
-        except ToolloopError as exc:
-            return True, exc
+            completed = False
         except Exception as exc:
-            error = RunError(f"the run failed: {exc!r}")
-            error.__cause__ = exc
-            return True, error
-        return True, None
+            error = self._as_error(exc)
+        finally:
+            self.token._detach(task)  # before the journal is written: a late cancel must not cut it
+        if error is not None:
+            raise await self._failed(error)
+        await self._record.flush()
+        return completed
+
+    def _as_error(self, exc: Exception) -> ToolloopError:
+        if isinstance(exc, TimeoutError):
+            return self._timeout_error(exc)
+        if isinstance(exc, ToolloopError):
+            return exc
+        error = RunError(f"the run failed: {exc!r}")
+        error.__cause__ = exc
+        return error
 
     def _timeout_error(self, exc: TimeoutError) -> RunError:
         expired = self.deadline is not None and asyncio.get_running_loop().time() >= self.deadline
