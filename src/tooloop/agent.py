@@ -9,14 +9,17 @@ from typing import Any
 
 from .context.policy import ContextPolicy
 from .errors import ConfigurationError, ToolloopError
+from .loop.approval import Approver
 from .loop.cancel import CancelToken
+from .loop.config import RunConfig
 from .loop.control import Hooks
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
 from .loop.output import OutputSpec
+from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
-from .loop.run import ContextShaper, Journal, Run, RunConfig
-from .loop.toolphase import Approver
+from .loop.run import Run
+from .loop.shaping import ContextShaper
 from .messages import Message, StopReason, Usage
 from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings

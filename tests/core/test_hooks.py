@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tooloop import (
@@ -9,6 +11,7 @@ from tooloop import (
     Hooks,
     LoopControl,
     ModelResponse,
+    RunError,
     StepContext,
     StopReason,
     ToolCall,
@@ -144,3 +147,76 @@ async def test_hook_returning_garbage_fails_loudly() -> None:
     hooks = Hooks(on_model_response=lambda ctx: "stop")  # type: ignore[arg-type,return-value]
     with pytest.raises(Exception, match="LoopControl"):
         await Agent(model, hooks=hooks).run("go")
+
+
+async def test_override_without_a_response_from_on_model_response_is_a_type_error() -> None:
+    model = ScriptedModel([_two_calls(), "never"])
+    hooks = Hooks(on_model_response=lambda ctx: LoopControl.override())
+    with pytest.raises(RunError, match="override\\(\\) without a response") as info:
+        await Agent(model, tools=[work], hooks=hooks).run("go")
+    assert isinstance(info.value.__cause__, TypeError)
+    assert ran == []
+    assert info.value.transcript is not None and [m.kind for m in info.value.transcript] == ["user"]
+
+
+async def test_stop_from_before_tool_call_keeps_calls_still_in_their_hook_from_starting() -> None:
+    first_decided = asyncio.Event()
+    second_deciding = asyncio.Event()
+
+    async def before(ctx: StepContext) -> LoopControl | None:
+        assert ctx.call is not None
+        if ctx.call.id == "a":
+            await second_deciding.wait()
+            first_decided.set()
+            return LoopControl.stop()
+        second_deciding.set()
+        await first_decided.wait()  # "b" is still deciding when "a" stops the run
+        return None
+
+    model = ScriptedModel([_two_calls(), "never"])
+    result = await Agent(model, tools=[work], hooks=Hooks(before_tool_call=before)).run("go")
+    assert result.stop_reason is StopReason.STOPPED_BY_HOOK
+    assert ran == []
+    assert [c.status for c in result.tool_calls] == [ToolCallStatus.CANCELLED] * 2
+    assert result.usage.tool_calls == 0
+    assert len(model.requests) == 1
+    assert_valid(result.transcript)
+
+
+async def test_stop_from_after_tool_call_keeps_unstarted_calls_of_the_batch_from_starting() -> None:
+    first_done = asyncio.Event()
+
+    async def before(ctx: StepContext) -> None:
+        assert ctx.call is not None
+        if ctx.call.id == "b":
+            await first_done.wait()  # "b" has not started when "a" finishes and stops the run
+
+    def after(ctx: StepContext) -> LoopControl:
+        first_done.set()
+        return LoopControl.stop()
+
+    model = ScriptedModel([_two_calls(), "never"])
+    hooks = Hooks(before_tool_call=before, after_tool_call=after)
+    result = await Agent(model, tools=[work], hooks=hooks).run("go")
+    assert result.stop_reason is StopReason.STOPPED_BY_HOOK
+    assert ran == [1]
+    assert [c.status for c in result.tool_calls] == [ToolCallStatus.OK, ToolCallStatus.CANCELLED]
+    assert result.tool_calls[0].result == 2
+    assert result.usage.tool_calls == 1
+    assert_valid(result.transcript)
+
+
+async def test_stop_from_after_tool_call_keeps_a_later_sequential_call_from_starting() -> None:
+    @tool(sequential=True)
+    def record(n: int) -> int:
+        ran.append(100 + n)
+        return n
+
+    response = ModelResponse(tool_calls=[ToolCall("a", "work", {"n": 1}), ToolCall("s", "record", {"n": 2})])
+    model = ScriptedModel([response, "never"])
+    hooks = Hooks(after_tool_call=lambda ctx: LoopControl.stop())
+    result = await Agent(model, tools=[work, record], hooks=hooks).run("go")
+    assert ran == [1]
+    assert [c.status for c in result.tool_calls] == [ToolCallStatus.OK, ToolCallStatus.CANCELLED]
+    assert result.stop_reason is StopReason.STOPPED_BY_HOOK
+    assert_valid(result.transcript)

@@ -20,10 +20,13 @@ class LoopControl:
 
     * ``LoopControl.CONTINUE``: go on as usual.
     * ``LoopControl.stop(reason)``: end the run now with that stop reason. Tool calls that have
-      not run get a cancelled result, so the transcript stays valid.
+      not run get a cancelled result, so the transcript stays valid; from a tool hook, the calls
+      of the same batch already running finish, and those not started yet do not start.
     * ``LoopControl.override(...)``: in ``on_model_response``, replace the model's response
-      (a :class:`ModelResponse` or a plain answer text); in ``before_tool_call``, skip the tool and
-      use ``result`` as its result; in ``after_tool_call``, replace the result.
+      (a :class:`ModelResponse` or a plain answer text; ``override()`` without one is a
+      ``TypeError``, raised as the cause of the run's :class:`~tooloop.errors.RunError`); in
+      ``before_tool_call``, skip the tool and use ``result`` as its result; in
+      ``after_tool_call``, replace the result.
     """
 
     action: Literal["continue", "stop", "override"] = "continue"

@@ -86,7 +86,7 @@ class EventStream(AsyncIterator[Event]):
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._result: RunResult | None = None
-        run._on_event = self._queue.put_nowait
+        run.send_events_to(self._queue.put_nowait)
 
     def __aiter__(self) -> EventStream:
         return self

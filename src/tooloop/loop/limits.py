@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Limits"]
+from ..messages import StopReason, Usage
+
+__all__ = ["Limits", "budget_spent", "limit_reached"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,3 +42,18 @@ class Limits:
             raise ValueError("max_tool_calls_per_turn must be at least 1")
         if self.output_retries < 0:
             raise ValueError("output_retries cannot be negative")
+
+
+def limit_reached(limits: Limits, iteration: int, usage: Usage) -> StopReason | None:
+    """The limit that forbids another model request after ``iteration`` requests, if any."""
+    if iteration >= limits.max_turns:
+        return StopReason.MAX_TURN_REQUESTS
+    if budget_spent(limits, usage):
+        return StopReason.TOKEN_BUDGET
+    return None
+
+
+def budget_spent(limits: Limits, usage: Usage) -> bool:
+    """True once ``usage`` reached the token budget."""
+    budget = limits.max_total_tokens
+    return budget is not None and usage.total_tokens >= budget

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ..messages import Message, ToolCallMessage, ToolCallStatus
 
-__all__ = ["INTERRUPTED", "repair", "unfinished_tail", "unique_id"]
+__all__ = ["INTERRUPTED", "interrupted", "repair", "unfinished_tail", "unique_id"]
 
 INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
 
@@ -58,7 +58,7 @@ def _fix_call(message: ToolCallMessage, seen: set[str], position: int, *, in_tai
         message = replace(message, tool_call_id=call_id, batch_id=message.batch_id or call_id)
     seen.add(call_id)
     if not message.status.finished and not in_tail:
-        message = replace(message, status=ToolCallStatus.ERROR, content=INTERRUPTED, error_type="Interrupted")
+        message = interrupted(message)
     return message
 
 
@@ -82,3 +82,8 @@ def unfinished_tail(messages: Sequence[Message]) -> tuple[int, list[ToolCallMess
     if any(not m.status.finished for m in batch):
         return start, batch
     return len(messages), []
+
+
+def interrupted(message: ToolCallMessage) -> ToolCallMessage:
+    """``message`` failed: it started but never produced a result."""
+    return replace(message, status=ToolCallStatus.ERROR, content=INTERRUPTED, error_type="Interrupted")

@@ -1,48 +1,65 @@
-"""One batch of tool calls: check, approve, run concurrently, and record each outcome."""
+"""One batch of tool calls: check each call, run what may run concurrently, record each outcome.
+
+The batch sees its run only through :class:`BatchContext`: the tools, the limits and hooks,
+the approvals, and a few callbacks into the run's record and stop state.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from .._json import render, truncate
-from ..errors import (
-    ApprovalMismatchError,
-    ToolArgumentsError,
-    ToolDeniedError,
-    ToolError,
-    UnknownToolError,
-)
-from ..events import ApprovalRequested, ToolCallFinished, ToolCallStarted
-from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus, Usage
+from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
+from ..events import Event, ToolCallFinished, ToolCallStarted
+from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
-from .control import LoopControl, call_hook
+from .approval import Approver
+from .cancel import CancelToken
+from .control import Hooks, LoopControl, StepContext, call_hook
+from .limits import Limits
 from .repair import unique_id
-from .result import ApprovalDecision, ApprovalRequest, arguments_digest
-
-if TYPE_CHECKING:
-    from .run import Run
+from .result import ApprovalDecision
 
 __all__ = [
-    "Approver",
+    "BatchContext",
     "Slot",
     "cancel_unfinished",
-    "check_decisions",
-    "decide",
+    "not_run",
     "run_batch",
     "slots_from_messages",
     "slots_from_response",
 ]
 
-Approver: TypeAlias = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
-"""Decides on a call that needs approval: True/False, or a decision (which may edit arguments)."""
 
-AWAITING = "Awaiting approval: this call has not run yet."
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchContext:
+    """What a batch of tool calls needs from its run, and nothing more."""
+
+    tools: Mapping[str, Tool]
+    denied: frozenset[str]
+    limits: Limits
+    hooks: Hooks
+    approver: Approver | None
+    decisions: Mapping[str, ApprovalDecision]
+    session_id: str | None
+    token: CancelToken
+    call_ids: set[str]
+    """Every call id of the transcript; new calls get an id not in it, and add it."""
+    emit: Callable[[Event], None]
+    record_outcome: Callable[[ToolCallMessage], Awaitable[None]]
+    """Journal one finished call at once."""
+    count_call: Callable[[], None]
+    """Count one executed call in the run's usage."""
+    request_stop: Callable[[StopReason], None]
+    """A hook asked the run to stop: calls not started yet will not start."""
+    stop_requested: Callable[[], StopReason | None]
+    step_context: Callable[[Slot], StepContext]
+    """The snapshot tool hooks receive about this call."""
 
 
 @dataclass(slots=True)
@@ -70,14 +87,16 @@ def _error_name(error: BaseException) -> str:
     return name if isinstance(name, str) else type(error).__name__
 
 
-def slots_from_response(response: ModelResponse, batch_id: str, run: Run) -> list[Slot]:
-    """A slot per call of ``response``: templates carry the response's text and turn-level parts."""
+def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
+    """A slot per call of ``response`` (to be appended at ``position`` of the transcript).
+
+    The templates carry the response's text and turn-level parts.
+    """
     slots = []
-    position = len(run.transcript)
     for index, call in enumerate(response.tool_calls):
         arguments, raw, error = _parse(call.arguments)
-        call_id = unique_id(call.id, position + index, run.call_ids)  # servers that repeat "call_0"
-        run.call_ids.add(call_id)
+        call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
+        batch.call_ids.add(call_id)
         template = ToolCallMessage(
             tool_name=call.name,
             tool_call_id=call_id,
@@ -89,33 +108,33 @@ def slots_from_response(response: ModelResponse, batch_id: str, run: Run) -> lis
             thinking=response.thinking if index == 0 else (),
             provider_data=_merge_data(response.provider_data if index == 0 else {}, call.provider_data or {}),
         )
-        slot = Slot(template, run.tools.get(call.name))
+        slot = Slot(template, batch.tools.get(call.name))
         if error is not None:
             slot.finish(ToolCallStatus.ERROR, error=error, limit=None)
-        elif index >= run.limits.max_tool_calls_per_turn:
-            limit = run.limits.max_tool_calls_per_turn
+        elif index >= batch.limits.max_tool_calls_per_turn:
+            limit = batch.limits.max_tool_calls_per_turn
             slot.finish(
                 ToolCallStatus.ERROR,
                 error=ToolError(f"not run: at most {limit} tool calls run per response; ask again for the rest"),
                 limit=None,
             )
         else:
-            _check(slot, run)
+            _check(slot, batch)
         slots.append(slot)
     return slots
 
 
-def slots_from_messages(calls: Sequence[ToolCallMessage], run: Run) -> list[Slot]:
+def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext) -> list[Slot]:
     """Slots for a stored batch: finished calls keep their outcome, unfinished ones are re-checked."""
     slots = []
     for message in calls:
-        slot = Slot(replace(message, status=ToolCallStatus.STARTED, content=""), run.tools.get(message.tool_name))
+        slot = Slot(replace(message, status=ToolCallStatus.STARTED, content=""), batch.tools.get(message.tool_name))
         if message.status.finished:
             slot.outcome = message
         elif message.raw_arguments is not None:
             slot.finish(ToolCallStatus.ERROR, error=ToolArgumentsError("arguments are not valid JSON"), limit=None)
         else:
-            _check(slot, run)
+            _check(slot, batch)
         slots.append(slot)
     return slots
 
@@ -143,13 +162,13 @@ def _merge_data(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def _check(slot: Slot, run: Run) -> None:
+def _check(slot: Slot, batch: BatchContext) -> None:
     name = slot.template.tool_name
-    if name in run.denied:
+    if name in batch.denied:
         slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(f"tool {name!r} is not allowed"), limit=None)
         return
     if slot.tool is None:
-        available = ", ".join(sorted(run.tools)) or "none"
+        available = ", ".join(sorted(batch.tools)) or "none"
         error = UnknownToolError(f"unknown tool {name!r}; available tools: {available}")
         slot.finish(ToolCallStatus.ERROR, error=error, limit=None)
         return
@@ -159,90 +178,17 @@ def _check(slot: Slot, run: Run) -> None:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
 
 
-async def decide(slots: Sequence[Slot], run: Run, *, deny_undecided: bool = False) -> list[ApprovalRequest]:
-    """Apply decisions and the approver to calls that need approval; return those still waiting.
-
-    With ``deny_undecided`` (a new prompt arrived while calls waited) undecided calls are refused.
-    """
-    waiting = []
-    for slot in slots:
-        if slot.outcome is not None or slot.tool is None or not slot.tool.requires_approval:
-            continue
-        request = _request(slot.template)
-        decision = run.decisions.get(slot.template.tool_call_id)
-        if decision is None and run.approver is not None:
-            run.emit(ApprovalRequested(request))
-            decision = await _ask(run.approver, request)
-        if decision is None and deny_undecided:
-            error = ToolDeniedError("no decision was given before the conversation continued")
-            slot.finish(ToolCallStatus.DENIED, error=error, limit=None)
-            continue
-        if decision is None:
-            slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
-            waiting.append(request)
-            continue
-        _apply(slot, request, decision)
-    return waiting
-
-
-async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
-    answer = approver(request)
-    if inspect.isawaitable(answer):
-        answer = await answer
-    if isinstance(answer, bool):
-        return request.approve() if answer else request.deny()
-    if isinstance(answer, ApprovalDecision):
-        return answer
-    raise TypeError(f"an approver must return bool or ApprovalDecision, got {answer!r}")
-
-
-def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision]) -> None:
-    """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call."""
-    for slot in slots:
-        decision = decisions.get(slot.template.tool_call_id)
-        if decision is not None and slot.outcome is None and slot.tool is not None and slot.tool.requires_approval:
-            _verify(_request(slot.template), decision)
-
-
-def _request(template: ToolCallMessage) -> ApprovalRequest:
-    return ApprovalRequest(template.tool_call_id, template.tool_name, dict(template.arguments))
-
-
-def _verify(request: ApprovalRequest, decision: ApprovalDecision) -> None:
-    expected = arguments_digest(request.tool_call_id, request.tool_name, request.arguments)
-    if decision.tool_call_id != request.tool_call_id or decision.digest != expected:
-        raise ApprovalMismatchError(
-            f"the decision for call {decision.tool_call_id!r} does not match call {request.tool_call_id!r} "
-            f"of {request.tool_name!r} with the arguments under review; nothing was run"
-        )
-
-
-def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> None:
-    _verify(request, decision)
-    if not decision.approved:
-        message = decision.message or f"the user denied this call to {request.tool_name!r}"
-        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message), limit=None)
-        return
-    if decision.arguments is not None:
-        assert slot.tool is not None
-        slot.template = replace(slot.template, arguments=dict(decision.arguments))
-        try:
-            slot.kwargs = slot.tool.validate(decision.arguments)
-        except ToolArgumentsError as exc:
-            slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
-
-
-async def run_batch(slots: Sequence[Slot], run: Run) -> None:
-    """Run every slot that is ready, concurrently except ``sequential`` tools.
+async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) -> None:
+    """Run every slot that is ready, concurrently except ``sequential`` tools, in turn ``iteration``.
 
     On cancellation every call without an outcome gets a cancelled result before the
     cancellation propagates, so the batch can always be recorded.
     """
     ready = [s for s in slots if s.outcome is None]
     try:
-        await run_concurrently(ready, lambda slot: _run_one(slot, run), _is_sequential)
+        await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential)
     except asyncio.CancelledError:
-        cancel_unfinished(ready, "the run was cancelled" if run.token.cancelled else "the run was interrupted")
+        cancel_unfinished(ready, "the run was cancelled" if batch.token.cancelled else "the run was interrupted")
         raise
 
 
@@ -257,54 +203,74 @@ def _is_sequential(slot: Slot) -> bool:
     return slot.tool is not None and slot.tool.sequential
 
 
-async def _run_one(slot: Slot, run: Run) -> None:
-    if run.stop_requested is not None:
-        slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
+async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
+    if batch.stop_requested() is not None:
+        _stopped(slot)
         return
-    before = run.hooks.before_tool_call
-    control = LoopControl.CONTINUE if before is None else await call_hook(before, run.step_context(call=slot))
+    before = batch.hooks.before_tool_call
+    control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.step_context(slot))
     if control.action == "stop":
-        run.stop_requested = control.reason
-        slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
+        batch.request_stop(control.reason)
+        _stopped(slot)
         return
     if control.action == "override":
-        _finish_ok(slot, control.result, run)
+        _finish_ok(slot, control.result, batch)
+    elif before is not None and batch.stop_requested() is not None:
+        _stopped(slot)  # another call's hook stopped the run while this call's hook ran
+        return
     else:
-        await _execute(slot, run)
-    await _after(slot, run)
+        await _execute(slot, batch, iteration)
+    await _after(slot, batch)
 
 
-async def _execute(slot: Slot, run: Run) -> None:
+def _stopped(slot: Slot) -> None:
+    slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
+
+
+async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     tool, template = slot.tool, slot.template
     assert tool is not None and slot.kwargs is not None
-    run.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
+    batch.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
     context = ToolContext(
-        template.tool_call_id, template.tool_name, template.arguments, run.session_id, run.iteration, run.token
+        template.tool_call_id, template.tool_name, template.arguments, batch.session_id, iteration, batch.token
     )
-    timeout = tool.timeout if tool.timeout is not None else run.limits.tool_timeout
-    run.usage = run.usage + _ONE_CALL
+    timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
+    batch.count_call()
     try:
         result = await invoke(tool, dict(slot.kwargs), context, timeout)
     except Exception as exc:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
     else:
-        _finish_ok(slot, result, run)
+        _finish_ok(slot, result, batch)
 
 
-def _finish_ok(slot: Slot, result: Any, run: Run) -> None:
-    slot.finish(ToolCallStatus.OK, result=result, limit=run.limits.max_tool_result_chars)
+def _finish_ok(slot: Slot, result: Any, batch: BatchContext) -> None:
+    slot.finish(ToolCallStatus.OK, result=result, limit=batch.limits.max_tool_result_chars)
 
 
-async def _after(slot: Slot, run: Run) -> None:
+async def _after(slot: Slot, batch: BatchContext) -> None:
     assert slot.outcome is not None
-    if run.hooks.after_tool_call is not None:
-        control = await call_hook(run.hooks.after_tool_call, run.step_context(call=slot))
+    if batch.hooks.after_tool_call is not None:
+        control = await call_hook(batch.hooks.after_tool_call, batch.step_context(slot))
         if control.action == "override":
-            _finish_ok(slot, control.result, run)
+            _finish_ok(slot, control.result, batch)
         elif control.action == "stop":
-            run.stop_requested = control.reason
-    await run.record_outcome(slot.outcome)
-    run.emit(ToolCallFinished(slot.outcome))
+            batch.request_stop(control.reason)
+    await batch.record_outcome(slot.outcome)
+    batch.emit(ToolCallFinished(slot.outcome))
 
 
-_ONE_CALL = Usage(tool_calls=1)
+def not_run(stopping: StopReason | None, response: ModelResponse) -> tuple[ToolError, StopReason]:
+    """Why the calls of ``response`` must not run, and the run's stop reason.
+
+    ``stopping`` is the reason the run is already stopping; otherwise the response was cut off,
+    flagged, or the token budget is used up.
+    """
+    if stopping is not None:
+        return ToolError("not run: the run was stopped"), stopping
+    if response.stop_reason is StopReason.MAX_TOKENS:
+        error = ToolError("not run: the response hit the output token limit and its arguments may be cut off")
+        return error, StopReason.MAX_TOKENS
+    if response.stop_reason is StopReason.REFUSAL:
+        return ToolError("not run: the provider flagged this response (refusal or content filter)"), StopReason.REFUSAL
+    return ToolError("not run: the run's token budget is used up"), StopReason.TOKEN_BUDGET

@@ -1,0 +1,96 @@
+"""Approvals: which calls of a batch may run, decided up front or by the approver."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeAlias
+
+from ..errors import ApprovalMismatchError, ToolArgumentsError, ToolDeniedError
+from ..events import ApprovalRequested
+from ..messages import ToolCallMessage, ToolCallStatus
+from .result import ApprovalDecision, ApprovalRequest, arguments_digest
+
+if TYPE_CHECKING:
+    from .toolphase import BatchContext, Slot
+
+__all__ = ["AWAITING", "Approver", "check_decisions", "decide"]
+
+Approver: TypeAlias = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
+"""Decides on a call that needs approval: True/False, or a decision (which may edit arguments)."""
+
+AWAITING = "Awaiting approval: this call has not run yet."
+
+
+async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: bool = False) -> list[ApprovalRequest]:
+    """Apply decisions and the approver to calls that need approval; return those still waiting.
+
+    With ``deny_undecided`` (a new prompt arrived while calls waited) undecided calls are refused.
+    """
+    waiting = []
+    for slot in slots:
+        if slot.outcome is not None or slot.tool is None or not slot.tool.requires_approval:
+            continue
+        request = _request(slot.template)
+        decision = batch.decisions.get(slot.template.tool_call_id)
+        if decision is None and batch.approver is not None:
+            batch.emit(ApprovalRequested(request))
+            decision = await _ask(batch.approver, request)
+        if decision is None and deny_undecided:
+            error = ToolDeniedError("no decision was given before the conversation continued")
+            slot.finish(ToolCallStatus.DENIED, error=error, limit=None)
+            continue
+        if decision is None:
+            slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
+            waiting.append(request)
+            continue
+        _apply(slot, request, decision)
+    return waiting
+
+
+async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
+    answer = approver(request)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if isinstance(answer, bool):
+        return request.approve() if answer else request.deny()
+    if isinstance(answer, ApprovalDecision):
+        return answer
+    raise TypeError(f"an approver must return bool or ApprovalDecision, got {answer!r}")
+
+
+def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision]) -> None:
+    """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call."""
+    for slot in slots:
+        decision = decisions.get(slot.template.tool_call_id)
+        if decision is not None and slot.outcome is None and slot.tool is not None and slot.tool.requires_approval:
+            _verify(_request(slot.template), decision)
+
+
+def _request(template: ToolCallMessage) -> ApprovalRequest:
+    return ApprovalRequest(template.tool_call_id, template.tool_name, dict(template.arguments))
+
+
+def _verify(request: ApprovalRequest, decision: ApprovalDecision) -> None:
+    expected = arguments_digest(request.tool_call_id, request.tool_name, request.arguments)
+    if decision.tool_call_id != request.tool_call_id or decision.digest != expected:
+        raise ApprovalMismatchError(
+            f"the decision for call {decision.tool_call_id!r} does not match call {request.tool_call_id!r} "
+            f"of {request.tool_name!r} with the arguments under review; nothing was run"
+        )
+
+
+def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+    _verify(request, decision)
+    if not decision.approved:
+        message = decision.message or f"the user denied this call to {request.tool_name!r}"
+        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message), limit=None)
+        return
+    if decision.arguments is not None:
+        assert slot.tool is not None
+        slot.template = replace(slot.template, arguments=dict(decision.arguments))
+        try:
+            slot.kwargs = slot.tool.validate(decision.arguments)
+        except ToolArgumentsError as exc:
+            slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)

@@ -1,0 +1,50 @@
+"""``RunConfig``: everything about a run that comes from the agent, and the session it continues."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..messages import Message, Usage
+from ..models.base import Model, ModelSettings
+from ..tools.tool import Tool
+from ..transcript import Transcript
+from .approval import Approver
+from .control import Hooks
+from .limits import Limits
+from .output import OutputSpec
+from .record import Journal
+from .shaping import ContextShaper
+
+__all__ = ["RunConfig", "SessionSource"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """Everything about a run that comes from the agent, resolved."""
+
+    model: Model
+    system: str | None = None
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+    denied: frozenset[str] = frozenset()
+    limits: Limits = field(default_factory=Limits)
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    output: OutputSpec | None = None
+    hooks: Hooks = field(default_factory=Hooks)
+    approver: Approver | None = None
+    context: ContextShaper | None = None
+    rerun_interrupted: bool = True
+    """On resume, run again calls that started but have no result (False: mark them failed)."""
+
+
+class SessionSource(Protocol):
+    """A stored session a run continues: opened when the run starts, closed when it ends."""
+
+    async def open(self) -> tuple[Sequence[Message], Journal]:
+        """The session's history and the journal that continues it."""
+        ...
+
+    async def close(self, usage: Usage, model: str | None, transcript: Transcript) -> None:
+        """Record the run's totals on the session and release what :meth:`open` acquired."""
+        ...

@@ -1,0 +1,103 @@
+"""The run's record: its transcript and usage, and where each new message goes.
+
+Every message a run appends goes to four places: the transcript, the outbox that
+``conversation()`` yields from, a :class:`~tooloop.events.MessageAdded` event for ``stream()``,
+and the journal (a stored session), which is written once per step by :meth:`Recorder.flush`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from ..events import Event, MessageAdded
+from ..messages import Message, ToolCallMessage, Usage
+from ..transcript import Transcript
+
+__all__ = ["EventSink", "Journal", "Recorder"]
+
+EventSink = Callable[[Event], None]
+"""Where a run sends its events (the queue of ``stream()``)."""
+
+
+class Journal(Protocol):
+    """Where a run writes each message as soon as it exists (a session in a store)."""
+
+    async def record(self, messages: Sequence[Message]) -> None:
+        """Persist ``messages``; a tool call recorded again replaces its earlier record."""
+        ...
+
+
+class Recorder:
+    """Appends messages to the transcript, the outbox, the event stream and the journal."""
+
+    __slots__ = ("_outbox", "_unrecorded", "journal", "on_event", "transcript", "usage")
+
+    def __init__(self, transcript: Transcript, journal: Journal | None, on_event: EventSink | None):
+        self.transcript = transcript
+        self.usage = Usage()
+        self.journal = journal
+        self.on_event = on_event
+        self._outbox: list[Message] = []
+        self._unrecorded: list[Message] = []
+
+    def emit(self, event: Event) -> None:
+        """Send an event to the stream consumer, if there is one."""
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Add ``messages`` to the transcript and the outbox; the journal gets them at :meth:`flush`."""
+        self.transcript = self.transcript.extend(messages)
+        self._outbox.extend(messages)
+        if self.journal is not None:
+            self._unrecorded.extend(messages)
+        if self.on_event is not None:
+            for message in messages:
+                self.on_event(MessageAdded(message))
+
+    async def add(self, *messages: Message) -> None:
+        """Append ``messages`` and journal them at once."""
+        self.append(messages)
+        await self.flush()
+
+    async def flush(self, *, quiet: bool = False) -> None:
+        """Write appended messages to the journal (``quiet``: while another error is on its way)."""
+        if self.journal is None or not self._unrecorded:
+            return
+        pending, self._unrecorded = self._unrecorded, []
+        try:
+            await self.journal.record(pending)
+        except Exception:
+            if not quiet:
+                raise
+
+    async def record_started(self, calls: Iterable[ToolCallMessage]) -> None:
+        """Journal calls about to run, so a resumed session knows which may have started."""
+        started = list(calls)
+        if self.journal is not None and started:
+            await self.journal.record(started)
+
+    async def record_outcome(self, message: ToolCallMessage) -> None:
+        """Journal a finished call at once, so a crash never runs it again (the batch follows whole)."""
+        if self.journal is not None:
+            await self.journal.record([message])
+
+    def drain(self) -> list[Message]:
+        """The messages appended since the last drain, for ``conversation()`` to yield."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def count_request(self, usage: Usage) -> None:
+        """Add one model request's usage; the loop itself counts requests and executed calls."""
+        if usage.requests != 1 or usage.tool_calls:
+            usage = replace(usage, requests=1, tool_calls=0)
+        self.usage = self.usage + usage
+
+    def count_call(self) -> None:
+        """Count one executed tool call."""
+        self.usage = self.usage + _ONE_CALL
+
+
+_ONE_CALL = Usage(tool_calls=1)
