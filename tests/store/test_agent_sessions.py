@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -165,28 +164,47 @@ async def test_a_session_keeps_its_title_model_and_usage_totals(store_url: str) 
     assert (info.usage.input_tokens, info.usage.output_tokens, info.usage.requests) == (10, 2, 2)
 
 
-async def test_two_workers_resuming_one_session_never_both_run_an_interrupted_call(store_url: str) -> None:
+async def test_resuming_claims_the_interrupted_batch_so_a_second_resumer_of_the_same_state_loses(
+    store_url: str,
+) -> None:
+    """Two workers that loaded the same interrupted session: the first to re-record the batch
+    (a conditional write that always moves the version) wins; the other gets ConflictError
+    before it runs anything."""
     from tooloop import ConflictError, ToolCallMessage
 
-    paid: list[int] = []
+    started = ToolCallMessage(
+        tool_name="pay", tool_call_id="c1", arguments={"amount": 5}, status=ToolCallStatus.STARTED, batch_id="b"
+    )
+    async with open_store(store_url) as store:
+        version = await store.append("s", [UserMessage("pay 5"), started])
+        claimed = await store.append("s", [started], expected_version=version)  # worker A re-records it
+        assert claimed > version
+        with pytest.raises(ConflictError):
+            await store.append("s", [started], expected_version=version)  # worker B, same loaded state
+        assert [m.status for m in (await store.load("s")).tool_invocations] == [ToolCallStatus.STARTED]
+
+
+async def test_a_hook_that_stops_the_run_in_a_resumed_batch_stops_it_before_the_model_is_asked(
+    store_url: str,
+) -> None:
+    from tooloop import Hooks, LoopControl, StepContext, ToolCallMessage
 
     @tool
-    async def pay(amount: int) -> str:
+    def pay(amount: int) -> str:
         """Pay an amount."""
-        paid.append(amount)
-        await asyncio.sleep(0.05)
         return "paid"
 
-    async with open_store(store_url) as store:  # a process died while 'pay' ran: STARTED, no result
+    def stop_after_paying(context: StepContext) -> LoopControl:
+        return LoopControl.stop()
+
+    async with open_store(store_url) as store:
         started = ToolCallMessage(
             tool_name="pay", tool_call_id="c1", arguments={"amount": 5}, status=ToolCallStatus.STARTED, batch_id="b"
         )
         await store.append("s", [UserMessage("pay 5"), started])
-
-    def worker() -> Agent:
-        return Agent(ScriptedModel(["done"]), tools=[pay], store=store_url)
-
-    outcomes = await asyncio.gather(worker().resume("s"), worker().resume("s"), return_exceptions=True)
-    assert paid == [5]
-    assert sorted(type(o).__name__ for o in outcomes) == ["ConflictError", "RunResult"]
-    assert any(isinstance(o, ConflictError) for o in outcomes)
+    model = ScriptedModel(["must not be asked"])
+    agent = Agent(model, tools=[pay], store=store_url, hooks=Hooks(after_tool_call=stop_after_paying))
+    result = await agent.resume("s")
+    assert result.stop_reason is StopReason.STOPPED_BY_HOOK
+    assert model.requests == []
+    assert [c.status for c in result.transcript.tool_invocations] == [ToolCallStatus.OK]

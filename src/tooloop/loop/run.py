@@ -278,8 +278,6 @@ class Run:
             await self._refuse_batch(slots, response)
             return
         await self._settle(slots, batch)
-        if self._stop_asked is not None:
-            self._stop(self._stop_asked)
 
     async def _final_answer(self) -> None:
         """After a limit stopped the run: one more request without tools, for an answer."""
@@ -351,6 +349,8 @@ class Run:
             record.append([s.outcome for s in slots if s.outcome is not None])
             self._batch = []
         await record.flush()
+        if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
+            self._stop(self._stop_asked)
         if waiting:
             self.pending = tuple(waiting)
             self._stop(StopReason.APPROVAL_REQUIRED)
