@@ -68,12 +68,15 @@ def pick_model() -> tuple[object, str]:
     """A real provider when its key or base URL is set, else the offline model."""
     if os.environ.get("TOOLOOP_MODEL"):
         return os.environ["TOOLOOP_MODEL"], f"{os.environ['TOOLOOP_MODEL']} (from TOOLOOP_MODEL)"
+    if os.environ.get("OLLAMA_HOST"):
+        host = os.environ["OLLAMA_HOST"]
+        url = (host if host.startswith("http") else f"http://{host}").rstrip("/") + "/v1"
+        return get_model("ollama:qwen3", base_url=url), f"ollama:qwen3 at {url} (because OLLAMA_HOST is set)"
     for variable, spec in (
         ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
         ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),
         ("GEMINI_API_KEY", "google:gemini-2.5-flash"),
         ("GOOGLE_API_KEY", "google:gemini-2.5-flash"),
-        ("OLLAMA_HOST", "ollama:qwen3"),
     ):
         if os.environ.get(variable):
             return spec, f"{spec} (because {variable} is set)"
