@@ -14,7 +14,17 @@ import os
 import sys
 from pathlib import Path
 
-from tooloop import Agent, ModelRequest, ModelResponse, TextDelta, ToolCall, ToolCallFinished, ToolCallMessage, tool
+from tooloop import (
+    Agent,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallMessage,
+    get_model,
+    tool,
+)
 from tooloop.testing import FunctionModel
 
 ROOT = Path(__file__).resolve().parent.parent
