@@ -89,7 +89,7 @@ async def test_closing_one_stream_does_not_cancel_other_runs_sharing_the_token()
     assert not shared.cancelled
 
 
-async def test_cancelling_the_consumer_of_a_stream_stops_the_run() -> None:
+async def test_a_stream_dropped_by_its_cancelled_consumer_stops_its_run() -> None:
     ran: list[str] = []
 
     @tool
@@ -100,23 +100,40 @@ async def test_cancelling_the_consumer_of_a_stream_stops_the_run() -> None:
         return "ok"
 
     model = _calls_then("final", ToolCall("c1", "charge_card", {}))
-    events = Agent(model, tools=[charge_card]).stream("go")
+    agent = Agent(model, tools=[charge_card])
 
-    async def consume() -> None:
-        async for _ in events:
+    async def consume() -> None:  # holds the only reference to the stream, like a request handler
+        async for _ in agent.stream("go"):
             pass
 
     consumer = asyncio.create_task(consume())
     await asyncio.sleep(0.05)
-    consumer.cancel()
+    consumer.cancel()  # e.g. the HTTP client disconnected
     with pytest.raises(asyncio.CancelledError):
         await consumer
-    for _ in range(100):
-        if events.result is not None:
-            break
-        await asyncio.sleep(0.01)
-    assert events.result is not None and events.result.stop_reason is StopReason.CANCELLED
+    await asyncio.sleep(0.4)
     assert ran == [] and len(model.requests) == 1
+
+
+async def test_waiting_for_the_next_event_with_a_timeout_does_not_disturb_the_run() -> None:
+    @tool
+    async def slow() -> str:
+        """Take a while."""
+        await asyncio.sleep(0.2)
+        return "done"
+
+    events = Agent(_calls_then("final", ToolCall("c1", "slow", {})), tools=[slow]).stream("go")
+    heartbeats = 0
+    async with events:
+        while True:
+            try:
+                await asyncio.wait_for(events.__anext__(), 0.05)
+            except TimeoutError:
+                heartbeats += 1
+            except StopAsyncIteration:
+                break
+    assert heartbeats >= 2
+    assert events.result is not None and events.result.text == "final"
 
 
 async def test_repeated_call_ids_stay_stable_so_a_pending_approval_can_be_given_after_a_reload() -> None:
@@ -205,3 +222,68 @@ async def test_a_stream_cut_mid_answer_leaves_the_session_unfinished_so_resume_a
     assert caught.value.partial_text == "The full"
     resumed = await agent.resume("s1")
     assert resumed.text == "Forty-two." and resumed.usage.requests == 1
+
+
+async def test_a_decision_for_a_call_that_is_not_waiting_is_refused() -> None:
+    from tooloop import ApprovalMismatchError, ApprovalRequest
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    agent = Agent(ScriptedModel([ModelResponse(tool_calls=[ToolCall("d1", "delete", {"path": "a"})])]), tools=[delete])
+    paused = await agent.run("clean")
+    stray = ApprovalRequest("zzz", "delete", {"path": "a"}).approve()
+    with pytest.raises(ApprovalMismatchError, match="zzz"):
+        await agent.run(history=paused.transcript, approvals=[stray])
+    finished = await Agent(ScriptedModel(["hi"])).run("hello")
+    with pytest.raises(ApprovalMismatchError):
+        await Agent(ScriptedModel(["x"])).run(history=finished.transcript, approvals=[stray])
+
+
+async def test_a_hook_stop_on_an_invalid_structured_answer_leaves_no_unsent_retry_prompt() -> None:
+    from tooloop import Hooks, LoopControl
+
+    class Invoice(BaseModel):
+        total: int
+
+    agent = Agent(
+        ScriptedModel(["not json"]),
+        output_type=Invoice,
+        hooks=Hooks(on_model_response=lambda context: LoopControl.stop()),
+    )
+    result = await agent.run("extract")
+    assert result.stop_reason is StopReason.STOPPED_BY_HOOK and result.output is None
+    assert [type(m).__name__ for m in result.transcript] == ["UserMessage", "AssistantMessage"]
+
+
+async def test_a_run_cancelled_before_it_began_keeps_and_stores_its_prompt(tmp_path: Path) -> None:
+    from tooloop import UserMessage, open_store
+
+    token = CancelToken()
+    token.cancel()
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    result = await Agent(ScriptedModel(["never"]), store=url).run("keep me", session_id="s", cancel=token)
+    assert result.stop_reason is StopReason.CANCELLED
+    assert list(result.transcript) == [UserMessage("keep me")]
+    async with open_store(url) as store:
+        assert list(await store.load("s")) == [UserMessage("keep me")]
+
+
+async def test_plain_task_cancellation_still_journals_what_the_transcript_says(tmp_path: Path) -> None:
+    from tooloop import open_store
+
+    @tool
+    async def slow() -> str:
+        """Take long."""
+        await asyncio.sleep(5)
+        return "late"
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    agent = Agent(_calls_then("never", ToolCall("c1", "slow", {})), tools=[slow], store=url)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(agent.run("go", session_id="w"), 0.3)
+    async with open_store(url) as store:
+        stored = await store.load("w")
+    assert [c.status for c in stored.tool_invocations] == [ToolCallStatus.CANCELLED]

@@ -150,12 +150,20 @@ async def test_tool_context_is_injected_and_not_in_the_schema() -> None:
 
     assert list(remember.parameters["properties"]) == ["fact"]
     model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("c7", "remember", {"fact": "sky"})]), "done"])
-    await Agent(model, tools=[remember]).run("go")
+    agent = Agent(model, tools=[remember])
+    await agent.run("go")
     (ctx,) = seen
     assert ctx.tool_call_id == "c7" and ctx.tool_name == "remember"
     assert ctx.arguments == {"fact": "sky"}
-    assert ctx.idempotency_key == "run:c7"
+    assert ctx.idempotency_key == f"run-{ctx.run_id}:c7" and len(ctx.run_id) == 16
     assert ctx.iteration == 1
+
+    # Providers reuse call ids across conversations: outside a session the key is per run.
+    await Agent(
+        ScriptedModel([ModelResponse(tool_calls=[ToolCall("c7", "remember", {"fact": "sea"})]), "done"]),
+        tools=[remember],
+    ).run("again")
+    assert seen[1].tool_call_id == "c7" and seen[1].idempotency_key != ctx.idempotency_key
 
 
 async def test_sync_tools_run_in_threads_async_on_the_loop() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..errors import OutputValidationError
@@ -37,12 +38,14 @@ class Answers:
         self._record = record
         self._retried = 0
 
-    async def take(self, response: ModelResponse) -> StopReason | None:
+    async def take(self, response: ModelResponse, *, may_retry: bool = True) -> StopReason | None:
         """Record ``response``; the reason the run stops, or None when it goes on.
 
         A paused turn goes on; a refusal or a cut-off stops; structured output that does not
         validate is sent back with the error while retries last, then raises
-        :class:`~tooloop.errors.OutputValidationError`.
+        :class:`~tooloop.errors.OutputValidationError`. When the run is already stopping (a hook
+        said so, ``may_retry=False``), an answer that does not validate is kept without a retry
+        prompt and ``output`` stays None.
         """
         reason = response.stop_reason
         if reason is StopReason.PAUSE_TURN:
@@ -54,6 +57,11 @@ class Answers:
         if self.spec is None:
             await self._record.add(answer_message(response))
             return StopReason.END_TURN
+        if not may_retry:
+            await self._record.add(answer_message(response))
+            with contextlib.suppress(ValueError):
+                self.output = self.spec.validate(response.text)
+            return None
         return await self._check(self.spec, response)
 
     async def _check(self, spec: OutputSpec, response: ModelResponse) -> StopReason | None:

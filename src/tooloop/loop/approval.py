@@ -61,11 +61,22 @@ async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision
 
 
 def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision]) -> None:
-    """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call."""
+    """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call
+    or a call that is not waiting for one."""
+    waiting = {s.template.tool_call_id for s in slots if s.outcome is None and s.tool is not None}
+    stray = sorted(set(decisions) - waiting)
+    if stray:
+        raise stray_decisions(stray)
     for slot in slots:
         decision = decisions.get(slot.template.tool_call_id)
         if decision is not None and slot.outcome is None and slot.tool is not None and slot.tool.requires_approval:
             _verify(_request(slot.template), decision)
+
+
+def stray_decisions(call_ids: Sequence[str]) -> ApprovalMismatchError:
+    """The error for decisions naming calls that do not wait for one (nothing is run)."""
+    names = ", ".join(repr(c) for c in call_ids)
+    return ApprovalMismatchError(f"no call waiting for approval has the id {names}; nothing was run")
 
 
 def _request(template: ToolCallMessage) -> ApprovalRequest:

@@ -74,18 +74,42 @@ class _Failure:
         self.error = error
 
 
+class _Outcome:
+    """Where the driving task leaves the result; shared so the task never holds the stream."""
+
+    __slots__ = ("result",)
+
+    def __init__(self) -> None:
+        self.result: RunResult | None = None
+
+
+async def _drive(run: Run, queue: asyncio.Queue[Any], outcome: _Outcome) -> None:
+    try:
+        async for _ in run.messages():
+            pass
+        outcome.result = run.result()
+        queue.put_nowait(RunFinished(outcome.result))
+    except BaseException as exc:  # handed to the consumer, who sees it raised
+        queue.put_nowait(_Failure(exc))
+    finally:
+        queue.put_nowait(_END)
+
+
 class EventStream(AsyncIterator[Event]):
     """Fine-grained events of a run; the last one is :class:`~tooloop.events.RunFinished`.
 
     The run is driven by a task of its own from the first ``__anext__``, so events keep flowing
-    while you handle them. Use ``async with`` (or :meth:`aclose`) to stop the run when you leave.
+    while you handle them, and waiting for the next event with a timeout (a heartbeat) does not
+    disturb it. Use ``async with`` (or :meth:`aclose`) to stop the run when you leave; a stream
+    dropped without closing (its consumer task was cancelled, say) cancels its run when it is
+    garbage collected.
     """
 
     def __init__(self, run: Run):
         self._run = run
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._result: RunResult | None = None
+        self._outcome = _Outcome()
         run.send_events_to(self._queue.put_nowait)
 
     def __aiter__(self) -> EventStream:
@@ -93,13 +117,8 @@ class EventStream(AsyncIterator[Event]):
 
     async def __anext__(self) -> Event:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._drive())
-        try:
-            item = await self._queue.get()
-        except asyncio.CancelledError:
-            # the consumer is gone (e.g. a client disconnected): the run must not go on without it
-            self._run.token.cancel("the consumer of the event stream was cancelled")
-            raise
+            self._task = asyncio.ensure_future(_drive(self._run, self._queue, self._outcome))
+        item = await self._queue.get()
         if item is _END:
             self._queue.put_nowait(_END)
             raise StopAsyncIteration
@@ -109,21 +128,10 @@ class EventStream(AsyncIterator[Event]):
         event: Event = item
         return event
 
-    async def _drive(self) -> None:
-        try:
-            async for _ in self._run.messages():
-                pass
-            self._result = self._run.result()
-            self._queue.put_nowait(RunFinished(self._result))
-        except BaseException as exc:  # handed to the consumer, who sees it raised
-            self._queue.put_nowait(_Failure(exc))
-        finally:
-            self._queue.put_nowait(_END)
-
     @property
     def result(self) -> RunResult | None:
         """The run's result once it finished, else None."""
-        return self._result
+        return self._outcome.result
 
     def __del__(self) -> None:
         # A consumer that stopped iterating without closing the stream must not leave the run

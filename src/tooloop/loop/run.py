@@ -13,6 +13,7 @@ errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, even
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -34,7 +35,7 @@ from ..messages import (
 from ..models.base import ModelRequest, ToolChoice
 from ..transcript import Transcript
 from .answer import Answers
-from .approval import check_decisions, decide
+from .approval import check_decisions, decide, stray_decisions
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
 from .control import StepContext, call_hook
@@ -77,6 +78,7 @@ class Run:
         self.model = config.model
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
         self.session_id = session_id
+        self.run_id = uuid.uuid4().hex[:16]
         self.record = Recorder(Transcript(), journal, on_event)
         # the run's own token: stopping this run never cancels others sharing the caller's token
         own_token = token.child() if token is not None else CancelToken()
@@ -140,6 +142,10 @@ class Run:
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
         self.steps.start_clock()
+        if self.token.cancelled and self._prompt is not None:
+            # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
+            self.record.append([UserMessage(self._prompt)])
+            self._prompt = None
         step = self._begin()
         while True:
             if not await self.steps.run(step):
@@ -184,6 +190,8 @@ class Run:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
         transcript = self.record.transcript
         start, calls = unfinished_tail(transcript)
+        if self.decisions and not calls:
+            raise stray_decisions(sorted(self.decisions))
         if calls:
             await self._resume_batch(start, calls)
             if self.stop_reason is not None:
@@ -265,7 +273,7 @@ class Run:
 
     async def _take_response(self, response: ModelResponse) -> None:
         if not response.tool_calls:
-            reason = await self.answers.take(response)
+            reason = await self.answers.take(response, may_retry=self.stop_reason is None)
             if reason is not None:
                 self._stop(reason)
             return
@@ -307,6 +315,7 @@ class Run:
             approver=config.approver,
             decisions=self.decisions,
             session_id=self.session_id,
+            run_id=self.run_id,
             token=self.steps.token,
             call_ids=self.call_ids,
             emit=record.emit,

@@ -11,7 +11,8 @@ carrying the transcript, the usage and the text streamed so far.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import contextlib
+from collections.abc import Awaitable, Coroutine
 from typing import Any
 
 from ..errors import RunError, RunTimeoutError, ToolloopError
@@ -60,6 +61,7 @@ class StepRunner:
         if self.token.cancelled:
             step.close()
             self._keep_partial()
+            await self._record.flush()
             return False
         self.token._attach(task)
         completed = True
@@ -72,7 +74,11 @@ class StepRunner:
                     await step
         except asyncio.CancelledError:
             if not self.token.cancelled or task is None:
-                raise  # not ours: the caller's cancellation goes on
+                # Not ours: the caller's cancellation goes on, but first the journal learns what
+                # the transcript now says (calls cut off are recorded as cancelled, not started).
+                self.token._detach(task)
+                await _quietly(self._record.flush(quiet=True))
+                raise
             task.uncancel()
             self._keep_partial()
             completed = False
@@ -120,3 +126,9 @@ class StepRunner:
         if self._partial:
             text, self._partial = "".join(self._partial), None
             self._record.append([AssistantMessage(text, stop_reason=StopReason.CANCELLED)])
+
+
+async def _quietly(write: Awaitable[None]) -> None:
+    """Finish ``write`` even though the task is being cancelled (it is shielded from a second cancel)."""
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(write)

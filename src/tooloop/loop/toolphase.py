@@ -47,6 +47,7 @@ class BatchContext:
     approver: Approver | None
     decisions: Mapping[str, ApprovalDecision]
     session_id: str | None
+    run_id: str
     token: CancelToken
     call_ids: set[str]
     """Every call id of the transcript; new calls get an id not in it, and add it."""
@@ -232,7 +233,13 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     assert tool is not None and slot.kwargs is not None
     batch.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
     context = ToolContext(
-        template.tool_call_id, template.tool_name, template.arguments, batch.session_id, iteration, batch.token
+        template.tool_call_id,
+        template.tool_name,
+        template.arguments,
+        batch.session_id,
+        iteration,
+        batch.token,
+        batch.run_id,
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()

@@ -28,8 +28,10 @@ __all__ = ["Tool", "ToolContext", "as_tool", "tool"]
 class ToolContext:
     """What a tool may learn about the call it serves; declare a parameter of this type to get it.
 
-    ``idempotency_key`` is stable for one tool call across retries and process restarts
-    (``"<session>:<call id>"``), so a tool can make its side effects happen exactly once.
+    ``idempotency_key`` identifies one tool call so a tool can make its side effects happen
+    exactly once. In a stored session it is ``"<session>:<call id>"``, stable across retries and
+    process restarts (a resumed call gets the same key); without a session it is unique to the
+    run (``"run-<run id>:<call id>"``), since providers reuse call ids across conversations.
     """
 
     tool_call_id: str
@@ -38,11 +40,13 @@ class ToolContext:
     session_id: str | None = None
     iteration: int = 0
     cancel_token: CancelToken | None = None
+    run_id: str = ""
 
     @property
     def idempotency_key(self) -> str:
-        """``"<session or 'run'>:<tool call id>"``."""
-        return f"{self.session_id or 'run'}:{self.tool_call_id}"
+        """``"<session>:<call id>"``, or ``"run-<run id>:<call id>"`` outside a stored session."""
+        scope = self.session_id if self.session_id is not None else f"run-{self.run_id}"
+        return f"{scope}:{self.tool_call_id}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
