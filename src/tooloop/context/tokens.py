@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,7 +62,7 @@ class _IdentityCache:
             self._entries.popitem(last=False)
 
 
-class _CachedCounter:
+class _CachedCounter(ABC):
     def __init__(self, cache_size: int = 100_000):
         self._cache = _IdentityCache(cache_size)
 
@@ -73,8 +74,9 @@ class _CachedCounter:
             self._cache.put(message, cached)
         return cached
 
+    @abstractmethod
     def _count(self, message: Message) -> int:
-        raise NotImplementedError
+        """Tokens of one message, uncached."""
 
 
 class EstimateCounter(_CachedCounter):

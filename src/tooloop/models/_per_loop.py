@@ -58,6 +58,16 @@ class PerLoop(Generic[T]):
         clients = list(self._clients.values())
         return clients if self._factory is not None else [self.first]
 
+    async def aclose(self) -> None:
+        """Close every client this object holds (the model's ``aclose``)."""
+        if self._closer is None:
+            return
+        clients = {id(c): c for c in [self.first, *self._clients.values()]}
+        self._clients.clear()
+        self._unbound = None
+        for client in clients.values():
+            await self._closer(client)
+
     async def close_for(self, loop: asyncio.AbstractEventLoop) -> None:
         """Close the client bound to ``loop``, if this object made it."""
         if self._factory is None or self._closer is None:

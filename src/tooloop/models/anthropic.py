@@ -135,8 +135,7 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         """Close the SDK client's connections."""
-        for client in self._clients.all():
-            await client.close()
+        await self._clients.aclose()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request`` to the Messages API and return the complete response."""

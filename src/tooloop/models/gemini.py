@@ -156,7 +156,7 @@ class GeminiModel:
         self._generation = _generation(model_name)
         make = functools.partial(_client, api_key, base_url, timeout)
         self._secret = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
-        self._clients = PerLoop(client, None) if client is not None else PerLoop(make(), make, _close)
+        self._clients = PerLoop(client, None, _close) if client is not None else PerLoop(make(), make, _close)
 
     @property
     def name(self) -> str:
@@ -168,8 +168,7 @@ class GeminiModel:
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the underlying client."""
-        for client in self._clients.all():
-            await client.aio.aclose()
+        await self._clients.aclose()
 
     async def __aenter__(self) -> GeminiModel:
         return self

@@ -158,8 +158,7 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         """Close the client's connections (the model cannot be used afterwards)."""
-        for client in self._clients.all():
-            await client.close()
+        await self._clients.aclose()
 
     async def __aenter__(self) -> OpenAIChatModel:
         return self

@@ -94,7 +94,7 @@ class OpenAIResponsesModel:
             include_reasoning = reasoning is not None or not _NO_REASONING.match(model_name)
         self._include = ["reasoning.encrypted_content"] if include_reasoning else None
         make = functools.partial(_client, api_key, base_url, max_retries, timeout)
-        self._clients = PerLoop(client, None) if client is not None else PerLoop(make(), make, _close)
+        self._clients = PerLoop(client, None, _close) if client is not None else PerLoop(make(), make, _close)
 
     @property
     def name(self) -> str:
@@ -106,8 +106,7 @@ class OpenAIResponsesModel:
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the underlying client."""
-        for client in self._clients.all():
-            await client.close()
+        await self._clients.aclose()
 
     async def __aenter__(self) -> OpenAIResponsesModel:
         return self
