@@ -23,7 +23,7 @@ from ..messages import ModelResponse
 from ._anthropic_errors import map_exception
 from ._anthropic_request import PROVIDER, build_body
 from ._anthropic_response import parse_message, read_stream
-from ._per_loop import PerLoop
+from ._per_loop import ClientModel, PerLoop
 from .base import ModelRequest, ModelSettings
 from .profiles import lookup_profile
 
@@ -95,7 +95,7 @@ def create(
     )
 
 
-class AnthropicModel:
+class AnthropicModel(ClientModel):
     """A Claude model behind the Anthropic Messages API.
 
     Streams when ``respond`` gets an ``on_event`` handler (or ``settings.stream`` is True) and
@@ -132,10 +132,6 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._name!r})"
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self._clients.aclose()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request`` to the Messages API and return the complete response."""

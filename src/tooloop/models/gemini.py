@@ -48,7 +48,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ._per_loop import PerLoop
+from ._per_loop import ClientModel, PerLoop
 from ._secrets import scrub, scrub_body
 from .base import ModelRequest, ModelSettings
 from .portable import ToolBatch, own_thinking, turns
@@ -129,7 +129,7 @@ def create(
     return GeminiModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
 
 
-class GeminiModel:
+class GeminiModel(ClientModel):
     """A Gemini model behind the ``Model`` protocol.
 
     The API key is ``api_key``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``. Retryable errors
@@ -165,16 +165,6 @@ class GeminiModel:
 
     def __repr__(self) -> str:
         return f"GeminiModel({self._name!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the underlying client."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> GeminiModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request`` to Gemini; stream when ``on_event`` is given (or ``settings.stream``)."""

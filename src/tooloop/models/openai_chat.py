@@ -30,7 +30,7 @@ from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, 
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_errors import raise_mapped
 from ._openai_schema import strict_schema
-from ._per_loop import PerLoop
+from ._per_loop import ClientModel, PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from .portable import IdMapper, ToolBatch, turns
 
@@ -118,7 +118,7 @@ def _client_factory(
     return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(ClientModel):
     """A model behind the Chat Completions API (``POST {base_url}/chat/completions``).
 
     ``client`` is an ``AsyncOpenAI`` (its key, base URL, retries and timeout are used as they are).
@@ -155,16 +155,6 @@ class OpenAIChatModel:
     def __repr__(self) -> str:
         base_url = str(self._clients.first.base_url)
         return f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the client's connections (the model cannot be used afterwards)."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request``; stream when ``on_event`` is given (or ``settings.stream`` says so)."""

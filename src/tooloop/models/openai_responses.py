@@ -33,7 +33,7 @@ from ..messages import (
 )
 from ._openai_errors import raise_mapped, stream_error
 from ._openai_schema import strict_schema
-from ._per_loop import PerLoop
+from ._per_loop import ClientModel, PerLoop
 from .base import ModelRequest, ModelSettings
 from .portable import IdMapper, ToolBatch, turns
 
@@ -66,7 +66,7 @@ def create(
     return OpenAIResponsesModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(ClientModel):
     """An OpenAI model behind the ``Model`` protocol, through ``client.responses.create``.
 
     The API key is ``api_key``, else ``OPENAI_API_KEY``.
@@ -103,16 +103,6 @@ class OpenAIResponsesModel:
 
     def __repr__(self) -> str:
         return f"OpenAIResponsesModel({self._name!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the underlying client."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> OpenAIResponsesModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
         """Send ``request``; stream when ``on_event`` is given (or ``settings.stream``)."""
