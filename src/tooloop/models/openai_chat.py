@@ -18,7 +18,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import openai
@@ -27,6 +27,7 @@ from openai import AsyncOpenAI, AsyncStream
 from ..errors import ConfigurationError, ModelResponseError
 from ..events import EventHandler
 from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, ToolCallMessage, UserMessage
+from ._lean_openai import LeanOpenAI, lean_eligible
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_errors import raise_mapped
 from ._openai_schema import strict_schema
@@ -51,6 +52,7 @@ _OPTIONS = frozenset(
         "stream_usage",
         "default_headers",
         "client",
+        "transport",
     }
 )
 
@@ -72,7 +74,10 @@ def create(
     ``native_output`` (send ``response_format`` for structured output, default True),
     ``system_role`` (``"system"`` or ``"developer"``), ``max_tokens_field``, ``stream_usage``
     (ask for usage in streams, default True), ``default_headers``, ``client`` (your own
-    ``AsyncOpenAI``), ``api_key_optional`` (local servers without auth).
+    ``AsyncOpenAI``), ``api_key_optional`` (local servers without auth), ``transport``
+    (``"lean"``, the default: requests go out on tooloop's lean HTTP client with the SDK's headers,
+    retries, timeouts and errors; ``"sdk"``: through the SDK's own pipeline; a ``client`` you pass
+    always uses the SDK).
     """
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -81,6 +86,9 @@ def create(
             f"known: {', '.join(sorted(_OPTIONS))}"
         )
     client = options.pop("client", None)
+    transport = options.pop("transport", "lean")
+    if transport not in ("lean", "sdk"):
+        raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
     factory = None
     if client is None:
         factory = _client_factory(provider, base_url, api_key, options)
@@ -89,7 +97,13 @@ def create(
         for name in ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers"):
             options.pop(name, None)
     return OpenAIChatModel(
-        model_name, client=client, client_factory=factory, provider=provider, settings=settings, **options
+        model_name,
+        client=client,
+        client_factory=factory,
+        provider=provider,
+        settings=settings,
+        lean=transport == "lean" and factory is not None,
+        **options,
     )
 
 
@@ -137,6 +151,7 @@ class OpenAIChatModel(ClientModel):
         system_role: Literal["system", "developer"] = "system",
         max_tokens_field: str | None = None,
         stream_usage: bool = True,
+        lean: bool = False,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
@@ -151,6 +166,7 @@ class OpenAIChatModel(ClientModel):
         self._secret = client.api_key if client.api_key != _NO_KEY else None
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
+        self._lean = LeanOpenAI(client) if lean and lean_eligible(str(client.base_url)) else None
 
     def __repr__(self) -> str:
         base_url = str(self._clients.first.base_url)
@@ -172,7 +188,15 @@ class OpenAIChatModel(ClientModel):
                 f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
             ) from exc
 
+    async def aclose(self) -> None:
+        """Close the connections of the SDK clients and of the lean transport."""
+        if self._lean is not None:
+            await self._lean.aclose()
+        await super().aclose()
+
     async def _plain(self, body: dict[str, Any]) -> ModelResponse:
+        if self._lean is not None:
+            return parse_completion(await self._lean.post_json(_PATH, body), self.provider)
         data = await self._clients.get().post(_PATH, body=body, cast_to=object)
         if isinstance(data, str):  # the server did not say application/json
             data = json.loads(data)
@@ -182,6 +206,8 @@ class OpenAIChatModel(ClientModel):
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
+        if self._lean is not None:
+            return await self._read_stream(self._lean.stream_json(_PATH, body), on_event)
         chunks = await self._clients.get().post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_STREAM_CLS)
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
@@ -191,6 +217,16 @@ class OpenAIChatModel(ClientModel):
         except BaseException:
             await chunks.close()
             raise
+        return reader.result()
+
+    async def _read_stream(self, chunks: AsyncGenerator[Any, None], on_event: EventHandler | None) -> ModelResponse:
+        reader = ChatStreamReader(self.provider, on_event)
+        feed = reader.feed
+        try:
+            async for chunk in chunks:
+                feed(chunk)
+        finally:
+            await chunks.aclose()
         return reader.result()
 
     # -- request body -------------------------------------------------------------------------

@@ -1,0 +1,286 @@
+"""A lean HTTP/1.1 client for the adapters' hot endpoints: one JSON POST, a JSON or SSE answer.
+
+Why it exists: an SDK's request pipeline (options models, header merging, an ``httpx`` request
+and response, a connection pool that scans every connection per request) costs about ten times
+the CPU of the HTTP exchange itself, and at a thousand concurrent conversations that decides how
+many machines a rollout needs. This client does only what those endpoints need, on asyncio
+streams: a keep-alive pool per event loop (no scan: an idle list), TLS through :mod:`ssl`,
+``content-length``, chunked and close-delimited bodies, gzip/deflate, a connect timeout and an
+idle timeout on every read. Auth, retries and error classes are the caller's
+(:mod:`._lean_openai`); a pool is bound to the event loop that opened its connections.
+
+Failures surface as :class:`TransportError` (connection refused, reset, cut body) and its subclass
+:class:`ReadTimeout` (no bytes for the idle time) or :class:`ConnectTimeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = ["ConnectTimeout", "Endpoint", "Pool", "ReadTimeout", "Response", "TransportError", "sse_events"]
+
+_Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+_STALE = (ConnectionError, asyncio.IncompleteReadError, BrokenPipeError)
+_MAX_HEAD = 65536
+
+
+class TransportError(Exception):
+    """The exchange failed below HTTP: no connection, a reset, a body cut short."""
+
+
+class ConnectTimeout(TransportError):
+    """The server did not accept the connection within the connect timeout."""
+
+
+class ReadTimeout(TransportError):
+    """The server sent nothing for longer than the idle timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where requests go: ``base_url`` split once."""
+
+    url: str
+    host: str
+    port: int
+    path: str
+    tls: bool
+
+    @classmethod
+    def parse(cls, base_url: str) -> Endpoint:
+        """The endpoint of an ``http://`` or ``https://`` base URL (path kept, no trailing slash)."""
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        tls = parts.scheme == "https"
+        port = parts.port or (443 if tls else 80)
+        return cls(base_url.rstrip("/"), parts.hostname, port, parts.path.rstrip("/"), tls)
+
+    @property
+    def authority(self) -> str:
+        """The ``host`` header value."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.tls else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+class Response:
+    """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
+
+    __slots__ = ("_conn", "_decoder", "_framing", "_length", "_pool", "_reusable", "headers", "status")
+
+    def __init__(self, pool: Pool, conn: _Conn, status: int, headers: dict[str, str]) -> None:
+        self.status = status
+        self.headers = headers
+        self._pool = pool
+        self._conn: _Conn | None = conn
+        self._reusable = headers.get("connection", "").lower() != "close"
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self._framing = "chunked" if chunked else ("length" if length is not None else "close")
+        self._length = int(length) if length is not None and not chunked else -1
+        encoding = headers.get("content-encoding", "").lower()
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in ("gzip", "deflate") else None
+
+    async def read(self) -> bytes:
+        """The whole body (the connection goes back to the pool)."""
+        if self._framing == "length":
+            assert self._conn is not None
+            data = await self._pool.timed(self._conn[0].readexactly(self._length)) if self._length else b""
+            self._done()
+        else:
+            data = b"".join([piece async for piece in self._raw_pieces()])
+        return self._decoder.decompress(data) + self._decoder.flush() if self._decoder else data
+
+    async def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, decoded."""
+        async for piece in self._raw_pieces():
+            yield self._decoder.decompress(piece) if self._decoder else piece
+
+    def close(self) -> None:
+        """Drop the connection without reading the rest (a stream abandoned half way)."""
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+    async def _raw_pieces(self) -> AsyncIterator[bytes]:
+        assert self._conn is not None
+        reader, timed = self._conn[0], self._pool.timed
+        if self._framing == "chunked":
+            while size := await _chunk_size(reader, timed):
+                data = await timed(reader.readexactly(size + 2))
+                yield data[:-2]
+            while await timed(reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+                pass
+        elif self._framing == "length":
+            left = self._length
+            while left > 0:
+                data = await timed(reader.read(min(left, 65536)))
+                if not data:
+                    raise TransportError("the server closed the connection before the body was complete")
+                left -= len(data)
+                yield data
+        else:
+            self._reusable = False
+            while data := await timed(reader.read(65536)):
+                yield data
+        self._done()
+
+    def _done(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._pool.release(conn, self._reusable)
+
+
+async def _chunk_size(reader: asyncio.StreamReader, timed: object) -> int:
+    line = await timed(reader.readuntil(b"\r\n"))  # type: ignore[operator]
+    try:
+        return int(line.split(b";", 1)[0], 16)
+    except ValueError:
+        raise TransportError(f"bad chunk size line {line[:40]!r}") from None
+
+
+class Pool:
+    """Keep-alive connections to one endpoint, for the event loop that opens them."""
+
+    def __init__(self, endpoint: Endpoint, *, connect_timeout: float | None, read_timeout: float | None) -> None:
+        self.endpoint = endpoint
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._idle: list[_Conn] = []
+        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if endpoint.tls else None
+
+    async def timed(self, step: object) -> bytes:
+        """Await one read step, failing with :class:`ReadTimeout` after the idle timeout."""
+        try:
+            if self.read_timeout is None:
+                return await step  # type: ignore[misc, no-any-return]
+            async with asyncio.timeout(self.read_timeout):
+                return await step  # type: ignore[misc, no-any-return]
+        except TimeoutError:
+            raise ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s") from None
+        except asyncio.LimitOverrunError:
+            raise TransportError("response header or chunk line too long") from None
+        except _STALE as exc:
+            raise TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}") from exc
+
+    async def request(self, head: bytes, body: bytes) -> Response:
+        """Send one request (``head`` ends with the blank line) and read the response's status and headers."""
+        while self._idle:
+            conn = self._idle.pop()
+            if conn[0].at_eof() or conn[1].is_closing():
+                conn[1].close()
+                continue
+            try:
+                return await self._exchange(conn, head, body, fresh=False)
+            except _Stale:
+                continue  # the server closed an idle connection as we used it: take another
+        return await self._exchange(await self._open(), head, body, fresh=True)
+
+    def release(self, conn: _Conn, reusable: bool) -> None:
+        """Take a connection back after its response was read to the end."""
+        if reusable and not conn[0].at_eof():
+            self._idle.append(conn)
+        else:
+            conn[1].close()
+
+    async def aclose(self) -> None:
+        """Close every idle connection."""
+        idle, self._idle = self._idle, []
+        for _, writer in idle:
+            writer.close()
+        for _, writer in idle:
+            try:
+                await writer.wait_closed()
+            except (OSError, asyncio.CancelledError):
+                pass
+
+    async def _open(self) -> _Conn:
+        endpoint = self.endpoint
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                return await asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
+        except TimeoutError:
+            raise ConnectTimeout(f"could not connect to {endpoint.url} within {self.connect_timeout:g} s") from None
+        except OSError as exc:
+            raise TransportError(f"could not connect to {endpoint.url}: {exc.strerror or exc}") from exc
+
+    async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool) -> Response:
+        reader, writer = conn
+        try:
+            writer.write(head + body if len(body) < 65536 else head)
+            if len(body) >= 65536:
+                writer.write(body)
+                await writer.drain()
+            raw = await self.timed(reader.readuntil(b"\r\n\r\n"))
+            response = Response(self, conn, *_parse_head(raw))
+        except TransportError as exc:
+            writer.close()
+            if not fresh and _nothing_received(exc):
+                raise _Stale from exc
+            raise
+        except BaseException:
+            writer.close()  # cancelled or failed mid-exchange: the connection's state is unknown
+            raise
+        if response.status < 200:  # 1xx informational: the real answer follows
+            return await self._exchange(conn, b"", b"", fresh=True)
+        return response
+
+
+def _nothing_received(exc: TransportError) -> bool:
+    cause = exc.__cause__
+    if isinstance(cause, asyncio.IncompleteReadError):
+        return not cause.partial
+    return isinstance(cause, ConnectionError) and not isinstance(exc, ReadTimeout)
+
+
+class _Stale(Exception):
+    """A reused keep-alive connection turned out to be closed before any answer came."""
+
+
+def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
+    lines = raw.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise TransportError(f"not an HTTP response: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            key = name.strip().lower()
+            value = value.strip()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return int(parts[1]), headers
+
+
+async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:
+    """Server-sent events from body pieces: ``(event name or None, data)`` per event."""
+    buffer = b""
+    event: str | None = None
+    data: list[bytes] = []
+    async for piece in pieces:
+        buffer += piece
+        if b"\n" not in piece:
+            continue
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    yield event, b"\n".join(data)
+                event, data = None, []
+                continue
+            name, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                event = value.decode()
+    # data not closed by a blank line at the end is an incomplete event: dropped, as the spec says
