@@ -56,6 +56,7 @@ def check_agent_options(
     hooks: Any,
     approver: Any,
     settings: Any,
+    context: Any,
     store: Any,
     session_id: Any,
     rerun_interrupted: Any,
@@ -66,6 +67,11 @@ def check_agent_options(
     require(hooks, Hooks, "hooks", "pass Hooks(...), e.g. hooks=Hooks(before_tool_call=check)")
     _callable_or_none(approver, "approve", "pass a function taking an ApprovalRequest and returning True/False")
     require(settings, ModelSettings, "settings", "pass ModelSettings(...), e.g. settings=ModelSettings(temperature=0)")
+    if context is not None and not callable(getattr(context, "prepare", None)):
+        raise ArgumentTypeError(
+            f"context got {describe(context)}; pass a context policy such as tooloop.ContextPolicy(), "
+            "or any object with an async prepare(messages, *, model, overflow) method"
+        )
     if store is not None and not isinstance(store, str | Store):
         raise ArgumentTypeError(f"store got {describe(store)}; pass a store URL such as 'sqlite:///chat.db' or a Store")
     check_session_id(session_id)

@@ -60,6 +60,7 @@ class _Options:
             hooks=self.hooks,
             approver=self.approver,
             settings=self.settings,
+            context=self.context,
             store=self.store,
             session_id=self.session_id,
             rerun_interrupted=self.rerun_interrupted,
