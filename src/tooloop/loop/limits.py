@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .._checks import describe, require, require_count, require_seconds
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..messages import StopReason, Usage
 
 __all__ = ["Limits", "budget_spent", "cost_reached", "limit_reached"]
@@ -42,17 +44,16 @@ class Limits:
     the user gets an answer instead of a bare stop."""
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
-        if self.max_tool_calls_per_turn < 1:
-            raise ValueError("max_tool_calls_per_turn must be at least 1")
-        if self.output_retries < 0:
-            raise ValueError("output_retries cannot be negative")
+        require_count(self.max_turns, "Limits(max_turns=...)", 1)
+        require_count(self.max_tool_calls_per_turn, "Limits(max_tool_calls_per_turn=...)", 1)
+        require_count(self.max_total_tokens, "Limits(max_total_tokens=...)", 1, optional=True)
+        require_count(self.max_tool_result_chars, "Limits(max_tool_result_chars=...)", 0, optional=True)
+        require_count(self.output_retries, "Limits(output_retries=...)", 0)
+        require_seconds(self.timeout, "Limits(timeout=...)")
+        require_seconds(self.tool_timeout, "Limits(tool_timeout=...)")
+        require(self.final_answer_on_limit, bool, "Limits(final_answer_on_limit=...)", "pass True or False")
         if self.max_cost is not None:
-            cost = self.max_cost if isinstance(self.max_cost, Decimal) else Decimal(str(self.max_cost))
-            if not cost.is_finite() or cost < 0:
-                raise ValueError(f"max_cost must be a non-negative number of US dollars, not {self.max_cost!r}")
-            object.__setattr__(self, "max_cost", cost)
+            object.__setattr__(self, "max_cost", _dollars(self.max_cost))
 
 
 def limit_reached(limits: Limits, iteration: int, usage: Usage, next_cost: Decimal | None = None) -> StopReason | None:
@@ -81,3 +82,18 @@ def budget_spent(limits: Limits, usage: Usage) -> bool:
     """True once ``usage`` reached the token budget."""
     budget = limits.max_total_tokens
     return budget is not None and usage.total_tokens >= budget
+
+
+def _dollars(value: object) -> Decimal:
+    """``Limits(max_cost=...)`` as a ``Decimal``: a finite, non-negative number of US dollars."""
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
+        raise ArgumentTypeError(f"Limits(max_cost=...) got {describe(value)}; pass US dollars as a number, or None")
+    try:
+        cost = value if isinstance(value, Decimal) else Decimal(str(value))
+    except ArithmeticError:
+        cost = Decimal("NaN")
+    if not cost.is_finite() or cost < 0:
+        raise ArgumentValueError(
+            f"Limits(max_cost=...) is {value!r}; max_cost must be a non-negative number of dollars"
+        )
+    return cost
