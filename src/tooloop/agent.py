@@ -23,6 +23,7 @@ from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
 from .loop.shaping import ContextShaper
+from .loop.syncstream import SyncEventStream
 from .messages import Message, StopReason, Usage
 from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
@@ -338,6 +339,23 @@ class Agent:
     ) -> EventStream:
         """An async iterator of fine-grained events, ending with ``RunFinished``."""
         return EventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
+
+    def stream_sync(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Iterable[Message] | None = None,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+        session_id: str | None = None,
+    ) -> SyncEventStream:
+        """:meth:`stream` for code without an event loop: ``for event in agent.stream_sync(...)``.
+
+        The run goes on in a worker thread with its own event loop, so this works in scripts and
+        in notebooks alike; ``.stream_text()`` yields only the answer's text.
+        """
+        return SyncEventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
 
     async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
         """Run follow-up prompts in sequence, each continuing the last (seed 002's ``runMultiTurn``).
