@@ -18,6 +18,7 @@ from .loop.limits import Limits
 from .loop.result import ApprovalDecision
 from .messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
 from .models.base import Model, ModelSettings
+from .models.registry import check_model_string
 from .store.base import Store
 from .tools.tool import Tool, as_tool
 
@@ -31,8 +32,6 @@ _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolCallMessage)
 def check_model(model: Any) -> None:
     """A model string naming a registered provider, or a :class:`Model`; no SDK is imported."""
     if isinstance(model, str):
-        from .models.registry import check_model_string
-
         check_model_string(model)
         return
     if not isinstance(model, Model):
@@ -42,10 +41,10 @@ def check_model(model: Any) -> None:
         )
 
 
-def tool_list(tools: Any, param: str = "tools") -> tuple[Tool, ...]:
+def tool_list(tools: Any) -> tuple[Tool, ...]:
     """The tools of ``tools=[...]``: a list (or other iterable) of tools or functions."""
     if isinstance(tools, str | bytes | Mapping | Tool) or callable(tools) or not isinstance(tools, Iterable):
-        raise ArgumentTypeError(f"{param} got {describe(tools)}; pass a list of tools or functions, e.g. {param}=[add]")
+        raise ArgumentTypeError(f"tools got {describe(tools)}; pass a list of tools or functions, e.g. tools=[add]")
     return tuple(as_tool(t) for t in tools)
 
 
