@@ -8,6 +8,8 @@ from .agent import Agent
 from .context import ContextPolicy
 from .errors import (
     ApprovalMismatchError,
+    ArgumentTypeError,
+    ArgumentValueError,
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
@@ -15,6 +17,7 @@ from .errors import (
     ContextBudgetError,
     ContextLengthError,
     CorruptDataError,
+    ModelContractError,
     ModelResponseError,
     OutputValidationError,
     ProviderConnectionError,
@@ -53,6 +56,7 @@ from .loop.control import Hooks, LoopControl, StepContext
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
 from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
+from .loop.syncstream import SyncEventStream
 from .messages import (
     AssistantMessage,
     Message,
@@ -80,6 +84,8 @@ __all__ = [
     "ApprovalMismatchError",
     "ApprovalRequest",
     "ApprovalRequested",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AssistantMessage",
     "AuthenticationError",
     "BadRequestError",
@@ -100,6 +106,7 @@ __all__ = [
     "MessageAdded",
     "Model",
     "ModelConfig",
+    "ModelContractError",
     "ModelRequest",
     "ModelRequestFinished",
     "ModelRequestStarted",
@@ -123,6 +130,7 @@ __all__ = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextDelta",
     "ThinkingDelta",

@@ -9,10 +9,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias
+from decimal import Decimal
+from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
 __all__ = [
     "AssistantMessage",
+    "FrozenDict",
+    "FrozenList",
     "Message",
     "ModelResponse",
     "StopReason",
@@ -24,6 +27,128 @@ __all__ = [
     "Usage",
     "UserMessage",
 ]
+
+
+def _refuse(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError("a recorded value cannot change; work on a copy, e.g. dict(arguments) or list(items)")
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that cannot change, and hashes when its values do: how messages keep mappings.
+
+    It compares equal to a plain dict with the same items and serialises like one; ``dict(d)``
+    gives a mutable copy.
+    """
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        _refuse()
+
+    def __delitem__(self, key: str) -> NoReturn:
+        _refuse()
+
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def setdefault(self, *args: Any) -> NoReturn:
+        _refuse()
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+    def pop(self, *args: Any) -> NoReturn:
+        _refuse()
+
+    def popitem(self) -> NoReturn:
+        _refuse()
+
+    def clear(self) -> NoReturn:
+        _refuse()
+
+
+class FrozenList(list[Any]):
+    """A list that cannot change, and hashes when its items do; equal to a list with the same items."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (list(self),))
+
+    def __setitem__(self, index: Any, value: Any) -> NoReturn:
+        _refuse()
+
+    def __delitem__(self, index: SupportsIndex | slice) -> NoReturn:
+        _refuse()
+
+    def __iadd__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def __imul__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def append(self, item: Any) -> NoReturn:
+        _refuse()
+
+    def extend(self, items: Any) -> NoReturn:
+        _refuse()
+
+    def insert(self, index: Any, item: Any) -> NoReturn:
+        _refuse()
+
+    def pop(self, index: Any = -1) -> NoReturn:
+        _refuse()
+
+    def remove(self, item: Any) -> NoReturn:
+        _refuse()
+
+    def clear(self) -> NoReturn:
+        _refuse()
+
+    def sort(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+    def reverse(self) -> NoReturn:
+        _refuse()
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every plain dict, list and set in it (deeply) made immutable; other values as they are."""
+    kind = type(value)
+    if kind is dict:
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if kind is list:
+        return FrozenList([freeze(item) for item in value])
+    if kind is tuple:
+        return tuple(freeze(item) for item in value)
+    if kind is set:
+        return frozenset(value)
+    return value
+
+
+def frozen_mapping(value: Mapping[str, Any]) -> FrozenDict:
+    """``value`` as a deeply immutable :class:`FrozenDict` (itself when it already is one)."""
+    if type(value) is FrozenDict:
+        return value
+    return FrozenDict({key: freeze(item) for key, item in value.items()})
+
+
+def thaw(value: Any) -> Any:
+    """A mutable deep copy of a value :func:`freeze` made (plain dicts and lists again)."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [thaw(item) for item in value]
+    return value
 
 
 class StopReason(enum.StrEnum):
@@ -50,6 +175,8 @@ class StopReason(enum.StrEnum):
     """The run stopped because tool calls wait for a person's decision."""
     TOKEN_BUDGET = "token_budget"
     """``Limits.max_total_tokens`` was reached."""
+    COST_LIMIT = "cost_limit"
+    """The next request would take the run's cost over ``Limits.max_cost``."""
     STOPPED_BY_HOOK = "stopped_by_hook"
     """A hook returned ``LoopControl.stop()`` without a more specific reason."""
     PAUSE_TURN = "pause_turn"
@@ -70,12 +197,18 @@ _ACP = {
     StopReason.REFUSAL: "refusal",
     StopReason.CANCELLED: "cancelled",
     StopReason.TOKEN_BUDGET: "max_tokens",
+    StopReason.COST_LIMIT: "max_tokens",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens and counts, summed over requests with ``+``."""
+    """Tokens, counts and cost, summed over requests with ``+``.
+
+    ``input_tokens`` includes cached input (``cache_read_tokens``, ``cache_write_tokens``) and
+    ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US dollars, None
+    when the price is unknown; a sum is None as soon as one of its requests has no price.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -84,6 +217,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cost: Decimal | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -101,7 +235,19 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            _add_cost(self, other),
         )
+
+
+def _add_cost(a: Usage, b: Usage) -> Decimal | None:
+    """The sum's cost: a side without requests adds nothing; a request without a price makes it unknown."""
+    if a.cost is not None and b.cost is not None:
+        return a.cost + b.cost
+    if a.cost is None and not a.requests:
+        return b.cost
+    if b.cost is None and not b.requests:
+        return a.cost
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +315,10 @@ class AssistantMessage:
     provider_data: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[Literal["assistant"]] = "assistant"
 
+    def __post_init__(self) -> None:
+        if type(self.provider_data) is not FrozenDict:
+            object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallMessage:
@@ -186,7 +336,8 @@ class ToolCallMessage:
     tool_name: str
     tool_call_id: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
-    result: Any = None
+    result: Any = field(default=None, hash=False)
+    """The tool's return value; plain dicts, lists and sets are kept as frozen copies."""
     error: BaseException | None = field(default=None, compare=False)
     message: str = ""
     status: ToolCallStatus = ToolCallStatus.OK
@@ -199,6 +350,14 @@ class ToolCallMessage:
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
 
     def __post_init__(self) -> None:
+        # Recorded values never change: a tool that mutates its arguments, or a provider payload
+        # edited later, cannot rewrite what the transcript says happened.
+        if type(self.arguments) is not FrozenDict:
+            object.__setattr__(self, "arguments", frozen_mapping(self.arguments))
+        if type(self.provider_data) is not FrozenDict:
+            object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
+        if type(self.result) in _CONTAINERS:
+            object.__setattr__(self, "result", freeze(self.result))
         if self.error is not None and self.error_type is None:
             object.__setattr__(self, "error_type", _error_type_name(self.error))
         if not self.batch_id:
@@ -218,6 +377,9 @@ class ToolCallMessage:
         if self.is_error:
             return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.status.upper()}: {self.content}"
         return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.content}"
+
+
+_CONTAINERS = (dict, list, set)
 
 
 def _error_type_name(error: BaseException) -> str:

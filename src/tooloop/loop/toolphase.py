@@ -12,16 +12,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._json import render, truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import Event, ToolCallFinished, ToolCallStarted
 from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
+from ..outcome import render_error, render_result
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
 from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .limits import Limits
+from .observe import Watch
 from .repair import unique_id
 from .result import ApprovalDecision
 
@@ -61,6 +62,8 @@ class BatchContext:
     stop_requested: Callable[[], StopReason | None]
     step_context: Callable[[Slot], StepContext]
     """The snapshot tool hooks receive about this call."""
+    watch: Watch | None = None
+    """Logs and traces each call, when anything listens."""
 
 
 @dataclass(slots=True)
@@ -75,17 +78,9 @@ class Slot:
     def finish(
         self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None, limit: int | None
     ) -> ToolCallMessage:
-        if error is not None:
-            content = f"{_error_name(error)}: {error}"
-        else:
-            content = truncate(render(result), limit)
+        content = render_result(result, limit) if error is None else render_error(error)
         self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
         return self.outcome
-
-
-def _error_name(error: BaseException) -> str:
-    name = getattr(error, "type_name", None)
-    return name if isinstance(name, str) else type(error).__name__
 
 
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
@@ -243,8 +238,19 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()
+    if batch.watch is None:
+        await _invoke(slot, tool, context, timeout, batch)
+        return
+    with batch.watch.tool(template) as seen:
+        await _invoke(slot, tool, context, timeout, batch)
+        assert slot.outcome is not None
+        seen.finished(slot.outcome)
+
+
+async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float | None, batch: BatchContext) -> None:
+    assert slot.kwargs is not None
     try:
-        result = await invoke(tool, dict(slot.kwargs), context, timeout)
+        result = await invoke(tool, dict(slot.kwargs), context, seconds)
     except Exception as exc:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
     else:

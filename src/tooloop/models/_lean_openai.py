@@ -21,7 +21,7 @@ import math
 import random
 import time
 import urllib.request
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx2
@@ -36,11 +36,12 @@ try:
 except ImportError:  # pragma: no cover - orjson is part of the openai extra
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["LeanOpenAI", "dumps", "lean_eligible"]
+__all__ = ["LeanChunks", "LeanOpenAI", "dumps", "lean_eligible", "loads"]
 
 _MAX_RETRY_AFTER = 120.0
 _INITIAL_DELAY = 0.5
 _MAX_DELAY = 8.0
+_DRAIN_SECONDS = 0.5
 
 
 def dumps(body: Any) -> bytes:
@@ -116,30 +117,9 @@ class LeanOpenAI:
         response = await self._send(path, dumps(body))
         return loads(await self._read(response))
 
-    async def stream_json(self, path: str, body: Any) -> AsyncGenerator[Any, None]:
-        """Send ``body`` and yield each JSON event of the SSE answer, up to ``[DONE]``."""
-        response = await self._send(path, dumps(body))
-        request = None
-        finished = False
-        pieces = response.iter_bytes()
-        try:
-            async for _, data in sse_events(pieces):
-                if data.startswith(b"[DONE]"):
-                    finished = True
-                    async for _ in pieces:  # the rest of the body, so that the connection is reused
-                        pass
-                    return
-                event = loads(data)
-                if isinstance(event, dict) and event.get("error"):
-                    request = request or self._request(path)
-                    raise openai.APIError(_stream_error_message(event["error"]), request, body=event["error"])
-                yield event
-            finished = True
-        except TransportError as exc:
-            raise self._transport_error(path, exc) from exc
-        finally:
-            if not finished:
-                response.close()
+    async def stream_json(self, path: str, body: Any) -> LeanChunks:
+        """Send ``body`` (retrying as the SDK does); the JSON events of the SSE answer, up to ``[DONE]``."""
+        return LeanChunks(self, path, await self._send(path, dumps(body)))
 
     # -- the exchange, with the SDK's retries ---------------------------------------------------
 
@@ -155,7 +135,7 @@ class LeanOpenAI:
                 response = await pool.request(head, body)
             except TransportError as exc:
                 if attempt >= self.max_retries:
-                    raise self._transport_error(path, exc) from exc
+                    raise self.transport_error(path, exc) from exc
                 await asyncio.sleep(_backoff(attempt, None))
                 attempt += 1
                 continue
@@ -179,22 +159,68 @@ class LeanOpenAI:
         try:
             return await response.read()
         except TransportError as exc:
-            raise self._transport_error("", exc) from exc
+            raise self.transport_error("", exc) from exc
 
-    def _request(self, path: str) -> httpx2.Request:
+    def request(self, path: str) -> httpx2.Request:
         return httpx2.Request("POST", self.endpoint.url + "/" + path.lstrip("/"))
 
-    def _transport_error(self, path: str, exc: TransportError) -> openai.APIConnectionError:
-        request = self._request(path)
+    def transport_error(self, path: str, exc: TransportError) -> openai.APIConnectionError:
+        request = self.request(path)
         if isinstance(exc, ReadTimeout | ConnectTimeout):
             return openai.APITimeoutError(request=request)
         return openai.APIConnectionError(request=request)
 
     def _status_error(self, path: str, response: Response, data: bytes) -> openai.APIStatusError:
         raw = httpx2.Response(
-            response.status, headers=list(response.headers.items()), content=data, request=self._request(path)
+            response.status, headers=list(response.headers.items()), content=data, request=self.request(path)
         )
         return self._sdk._make_status_error_from_response(raw)
+
+
+class LeanChunks:
+    """The decoded events of one SSE answer; ``done`` once its ``[DONE]`` line arrived.
+
+    An ``error`` object inside the stream raises the SDK's ``APIError``, a broken or stalled
+    connection its ``APIConnectionError`` / ``APITimeoutError``. After ``[DONE]`` the rest of the
+    body is read (for at most half a second) so the connection goes back to the pool.
+    """
+
+    def __init__(self, client: LeanOpenAI, path: str, response: Response) -> None:
+        self.done = False
+        self._client = client
+        self._path = path
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        pieces = self._response.iter_bytes()
+        try:
+            async for _, data in sse_events(pieces):
+                if data.startswith(b"[DONE]"):
+                    self.done = True
+                    break
+                event = loads(data)
+                if isinstance(event, dict) and event.get("error"):
+                    error = event["error"]
+                    raise openai.APIError(_stream_error_message(error), self._client.request(self._path), body=error)
+                yield event
+            if self.done:
+                await self._drain(pieces)
+        except TransportError as exc:
+            raise self._client.transport_error(self._path, exc) from exc
+        finally:
+            await self.close()
+
+    async def _drain(self, pieces: AsyncIterator[bytes]) -> None:
+        try:
+            async with asyncio.timeout(_DRAIN_SECONDS):
+                async for _ in pieces:
+                    pass
+        except (TimeoutError, TransportError):
+            pass
+
+    async def close(self) -> None:
+        """Drop the connection unless the body was read to its end (then it is back in the pool)."""
+        self._response.close()
 
 
 def _timeouts(timeout: Any) -> tuple[float | None, float | None]:
