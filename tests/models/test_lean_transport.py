@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -197,6 +199,15 @@ async def test_a_server_that_is_down_is_named(make: Callable[..., OpenAIChatMode
     assert "2 attempts" in str(info.value)
 
 
+def test_the_lean_path_does_not_load_the_sdk() -> None:
+    code = (
+        "import sys; from tooloop import get_model; "
+        "get_model('openai-compatible:m', base_url='http://127.0.0.1:9/v1'); "
+        "assert 'openai' not in sys.modules and 'httpx2' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 async def test_unknown_transport_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="transport must be 'lean' or 'sdk'"):
         get_model("openai:gpt-4.1-mini", api_key="k", transport="curl")
@@ -204,8 +215,9 @@ async def test_unknown_transport_is_refused() -> None:
 
 @pytest.mark.parametrize("mode", ["plain", "stream"])
 async def test_both_transports_send_and_read_the_same(
-    wire: WireServer, make: Callable[..., OpenAIChatModel], mode: str
+    wire: WireServer, make: Callable[..., OpenAIChatModel], mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-123")
     streamed = stream(chunk({"role": "assistant", "content": "Hi "}), chunk({"content": "there"}), chunk({}, "stop"))
     answers = {}
     for transport in ("sdk", "lean"):
@@ -216,9 +228,11 @@ async def test_both_transports_send_and_read_the_same(
     sdk, lean = wire.requests
     assert sdk.json == lean.json
     assert sdk.path == lean.path
-    same = {"authorization", "content-type", "accept", "user-agent", "x-stainless-retry-count", "x-stainless-async"}
+    same = {"authorization", "content-type", "accept", "x-stainless-retry-count", "openai-organization"}
     assert {k: sdk.headers.get(k) for k in same} == {k: lean.headers.get(k) for k in same}
     assert answers["sdk"] == answers["lean"] == ("Hi there", answers["sdk"][1])
+    assert lean.headers["openai-organization"] == "org-123"
+    assert lean.headers["user-agent"].startswith("tooloop/")
 
 
 @pytest.mark.parametrize("transport", ["sdk", "lean"])

@@ -1,13 +1,14 @@
-"""The OpenAI-style hot endpoints on the lean transport (:mod:`._lean_http`), behaving as the SDK does.
+"""The OpenAI-style hot endpoints on the lean transport (:mod:`._lean_http`), without the SDK.
 
-Built from the adapter's own ``AsyncOpenAI`` client, it keeps everything that client gives: the
-same headers (authorization, organization and project, default headers, user agent), the base
-URL, retries (``max_retries``: connection failures, timeouts, 408, 409, 429 and 5xx, obeying
+It keeps what the SDK gives a Chat Completions request: the key as a bearer token, the
+organization and project (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``), default headers, the base URL,
+retries (``max_retries``: connection failures, timeouts, 408, 409, 429 and 5xx, obeying
 ``x-should-retry``; a server's ``retry-after-ms``/``retry-after`` wait of up to two minutes, else
-exponential backoff from 0.5 s up to 8 s with jitter), the timeouts (``connect``; ``read`` as the
-longest wait for the next bytes) and the SDK's exception classes (``APIStatusError`` subclasses
-built by the SDK itself, ``APIConnectionError``, ``APITimeoutError``, ``APIError`` for an error
-inside a stream), so the adapter maps failures the same way on both paths.
+exponential backoff from 0.5 s up to 8 s with jitter, as the SDK does) and the timeouts (connect;
+idle: the longest wait for the next bytes). Failures are :class:`LeanStatusError` (an HTTP error
+status, with the parsed body), :class:`LeanStreamError` (an ``error`` object inside a stream) and
+the transport's :class:`~._lean_http.TransportError`; the adapter maps them through the one error
+table, as it maps the SDK's exceptions. The ``openai`` package is not imported on this path.
 
 JSON goes out through ``orjson`` when it is installed (the standard library otherwise).
 """
@@ -24,11 +25,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx2
-import openai
-from openai import AsyncOpenAI
-
-from ._lean_http import ConnectTimeout, Endpoint, Pool, ReadTimeout, Response, TransportError, sse_events
+from ._lean_http import Endpoint, Pool, Response, TransportError, sse_events
 from ._per_loop import PerLoop
 
 try:
@@ -36,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is part of the openai extra
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["LeanChunks", "LeanOpenAI", "dumps", "lean_eligible", "loads"]
+__all__ = ["LeanChunks", "LeanOpenAI", "LeanStatusError", "LeanStreamError", "dumps", "lean_eligible", "loads"]
 
 _MAX_RETRY_AFTER = 120.0
 _INITIAL_DELAY = 0.5
@@ -86,31 +83,64 @@ def lean_eligible(base_url: str) -> bool:
     return bool(bypass(endpoint.host, proxies))
 
 
+class LeanStatusError(Exception):
+    """The server answered with an error status; ``body`` is its ``error`` object (else its JSON or text)."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], data: bytes) -> None:
+        text = data.decode("utf-8", "replace").strip()
+        body: object = text or None
+        message = f"Error code: {status}"
+        try:
+            body = loads(data) if text else None
+        except ValueError:
+            pass
+        error = body.get("error", body) if isinstance(body, dict) else None
+        detail = error.get("message") if isinstance(error, dict) else None
+        if isinstance(detail, str) and detail:
+            message += f" - {detail}"
+        super().__init__(message)
+        self.status = status
+        self.headers = headers
+        self.body = error if error is not None else body  # the error object, as the SDK keeps it
+        self.message = message
+
+
+class LeanStreamError(Exception):
+    """An ``error`` object inside a 200 stream."""
+
+    def __init__(self, error: object) -> None:
+        self.message = _stream_error_message(error)
+        super().__init__(self.message)
+        self.body = error
+
+
 class LeanOpenAI:
     """``POST {base_url}{path}`` with a JSON body, answered with JSON or an SSE stream of JSON."""
 
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self._sdk = client
-        self.endpoint = Endpoint.parse(str(client.base_url))
-        self.max_retries = client.max_retries
-        connect, read = _timeouts(client.timeout)
-        headers = {**client.auth_headers, **client.default_headers}
-        headers["Accept-Encoding"] = "gzip, deflate"
-        if read is not None:
-            headers["x-stainless-read-timeout"] = str(read)
-        sent = {name: value for name, value in headers.items() if isinstance(value, str) and name.lower() != "host"}
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        max_retries: int,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> None:
+        self.endpoint = Endpoint.parse(base_url)
+        self.max_retries = max_retries
+        sent = {name: value for name, value in headers.items() if name.lower() not in ("host", "content-length")}
         fixed = "".join(f"{name}: {value}\r\n" for name, value in sent.items())
         self._head = f"host: {self.endpoint.authority}\r\n{fixed}".encode()
         self._prefixes: dict[str, bytes] = {}
 
         def pool() -> Pool:
-            return Pool(self.endpoint, connect_timeout=connect, read_timeout=read)
+            return Pool(self.endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout)
 
-        self._pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
+        self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
 
     async def aclose(self) -> None:
         """Close every pooled connection on every loop."""
-        await self._pools.aclose()
+        await self.pools.aclose()
 
     async def post_json(self, path: str, body: Any) -> Any:
         """Send ``body``; the parsed JSON answer."""
@@ -119,12 +149,12 @@ class LeanOpenAI:
 
     async def stream_json(self, path: str, body: Any) -> LeanChunks:
         """Send ``body`` (retrying as the SDK does); the JSON events of the SSE answer, up to ``[DONE]``."""
-        return LeanChunks(self, path, await self._send(path, dumps(body)))
+        return LeanChunks(await self._send(path, dumps(body)))
 
     # -- the exchange, with the SDK's retries ---------------------------------------------------
 
     async def _send(self, path: str, body: bytes) -> Response:
-        pool = self._pools.get()
+        pool = self.pools.get()
         attempt = 0
         while True:
             head = self._prefix(path) + b"content-length: %d\r\nx-stainless-retry-count: %d\r\n\r\n" % (
@@ -133,9 +163,9 @@ class LeanOpenAI:
             )
             try:
                 response = await pool.request(head, body)
-            except TransportError as exc:
+            except TransportError:
                 if attempt >= self.max_retries:
-                    raise self.transport_error(path, exc) from exc
+                    raise
                 await asyncio.sleep(_backoff(attempt, None))
                 attempt += 1
                 continue
@@ -144,7 +174,7 @@ class LeanOpenAI:
             data = await self._read(response)
             retry_after = _retry_after(response.headers)
             if attempt >= self.max_retries or not _should_retry(response, retry_after):
-                raise self._status_error(path, response, data)
+                raise LeanStatusError(response.status, response.headers, data)
             await asyncio.sleep(_backoff(attempt, retry_after))
             attempt += 1
 
@@ -156,39 +186,19 @@ class LeanOpenAI:
         return prefix
 
     async def _read(self, response: Response) -> bytes:
-        try:
-            return await response.read()
-        except TransportError as exc:
-            raise self.transport_error("", exc) from exc
-
-    def request(self, path: str) -> httpx2.Request:
-        return httpx2.Request("POST", self.endpoint.url + "/" + path.lstrip("/"))
-
-    def transport_error(self, path: str, exc: TransportError) -> openai.APIConnectionError:
-        request = self.request(path)
-        if isinstance(exc, ReadTimeout | ConnectTimeout):
-            return openai.APITimeoutError(request=request)
-        return openai.APIConnectionError(request=request)
-
-    def _status_error(self, path: str, response: Response, data: bytes) -> openai.APIStatusError:
-        raw = httpx2.Response(
-            response.status, headers=list(response.headers.items()), content=data, request=self.request(path)
-        )
-        return self._sdk._make_status_error_from_response(raw)
+        return await response.read()
 
 
 class LeanChunks:
     """The decoded events of one SSE answer; ``done`` once its ``[DONE]`` line arrived.
 
-    An ``error`` object inside the stream raises the SDK's ``APIError``, a broken or stalled
-    connection its ``APIConnectionError`` / ``APITimeoutError``. After ``[DONE]`` the rest of the
+    An ``error`` object inside the stream raises :class:`LeanStreamError`, a broken or stalled
+    connection :class:`~._lean_http.TransportError`. After ``[DONE]`` the rest of the
     body is read (for at most half a second) so the connection goes back to the pool.
     """
 
-    def __init__(self, client: LeanOpenAI, path: str, response: Response) -> None:
+    def __init__(self, response: Response) -> None:
         self.done = False
-        self._client = client
-        self._path = path
         self._response = response
 
     async def __aiter__(self) -> AsyncIterator[Any]:
@@ -200,13 +210,10 @@ class LeanChunks:
                     break
                 event = loads(data)
                 if isinstance(event, dict) and event.get("error"):
-                    error = event["error"]
-                    raise openai.APIError(_stream_error_message(error), self._client.request(self._path), body=error)
+                    raise LeanStreamError(event["error"])
                 yield event
             if self.done:
                 await self._drain(pieces)
-        except TransportError as exc:
-            raise self._client.transport_error(self._path, exc) from exc
         finally:
             await self.close()
 
@@ -221,15 +228,6 @@ class LeanChunks:
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
-
-
-def _timeouts(timeout: Any) -> tuple[float | None, float | None]:
-    """(connect, read) seconds from the SDK client's timeout (an ``httpx`` Timeout or a number)."""
-    if timeout is None:
-        return None, None
-    if isinstance(timeout, int | float):
-        return float(timeout), float(timeout)
-    return getattr(timeout, "connect", None), getattr(timeout, "read", None)
 
 
 def _stream_error_message(error: Any) -> str:

@@ -17,16 +17,13 @@ in the registry (``register_provider(name, factory, **defaults)`` sets them for 
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import importlib.metadata
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Literal, assert_never
-
-import openai
-from openai import AsyncOpenAI, AsyncStream
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
@@ -42,18 +39,24 @@ from ..messages import (
 from ..outcome import for_model
 from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
 from ._errors import provider_error
-from ._lean_openai import LeanChunks, LeanOpenAI, lean_eligible
+from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
+from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, lean_eligible
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from ._openai_sdk import ChunkStream
+
 __all__ = ["OpenAIChatModel", "create"]
 
 _PATH = "/chat/completions"
 _NO_KEY = "not-needed"  # local servers without auth: the SDK insists on some key
-_DRAIN_SECONDS = 0.5
+_OPENAI_URL = "https://api.openai.com/v1"
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _OPTIONS = frozenset(
     {
@@ -105,27 +108,30 @@ def create(
     transport = options.pop("transport", "lean")
     if transport not in ("lean", "sdk"):
         raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
-    factory = None
-    if client is None:
-        factory = _client_factory(provider, base_url, api_key, options)
-        client = factory()
-    else:
+    if client is not None:
         for name in _CLIENT_OPTIONS:
             options.pop(name, None)
+        return OpenAIChatModel(model_name, client=client, provider=provider, settings=settings, **options)
+    key = _key(provider, api_key, options)
+    max_retries = check_retries(options.pop("max_retries", 2))
+    idle = idle_timeout(options.pop("timeout", DEFAULT_TIMEOUT))
+    connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
+    headers = options.pop("default_headers", None)
+    url = base_url or _OPENAI_URL
+    if transport == "lean" and lean_eligible(url):
+        lean = LeanOpenAI(
+            url, _lean_headers(key, headers), max_retries=max_retries, connect_timeout=connect, read_timeout=idle
+        )
+        return OpenAIChatModel(model_name, lean=lean, secret=key, provider=provider, settings=settings, **options)
+    from ._openai_sdk import client_factory
+
+    factory = client_factory(key, base_url, max_retries, idle, connect, headers)
     return OpenAIChatModel(
-        model_name,
-        client=client,
-        client_factory=factory,
-        provider=provider,
-        settings=settings,
-        lean=transport == "lean" and factory is not None,
-        **options,
+        model_name, client=factory(), client_factory=factory, provider=provider, settings=settings, **options
     )
 
 
-def _client_factory(
-    provider: str, base_url: str | None, api_key: str | None, options: dict[str, Any]
-) -> Callable[[], AsyncOpenAI]:
+def _key(provider: str, api_key: str | None, options: dict[str, Any]) -> str:
     env = options.pop("api_key_env", None)
     optional = bool(options.pop("api_key_optional", False))
     key = api_key or (os.environ.get(env) if env else None)
@@ -134,50 +140,22 @@ def _client_factory(
             where = f"set the environment variable {env}" if env else "pass api_key_env='NAME'"
             raise ConfigurationError(f"no API key for {provider!r} models: {where} or pass api_key=...")
         key = _NO_KEY
-    max_retries = check_retries(options.pop("max_retries", 2))
-    idle = idle_timeout(options.pop("timeout", DEFAULT_TIMEOUT))
-    extra: dict[str, Any] = {"timeout": openai.Timeout(idle, connect=min(idle, DEFAULT_CONNECT_TIMEOUT))}
-    headers = options.pop("default_headers", None)
-    if headers:
-        extra["default_headers"] = dict(headers)
-    return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    return key
 
 
-class _ChunkStream(AsyncStream[object]):
-    """The decoded chunks of a Chat Completions stream; ``done`` once its ``[DONE]`` line arrived.
-
-    A stream that reached ``[DONE]`` is complete even when no chunk carried a finish reason; a
-    stream that ends without it (and without a finish reason) was cut short.
-    """
-
-    done = False
-
-    async def __stream__(self) -> AsyncIterator[object]:
-        response = self.response
-        events = self._iter_events()
-        try:
-            async for sse in events:
-                if sse.data.startswith("[DONE]"):
-                    self.done = True
-                    break
-                data = sse.json()
-                if isinstance(data, dict) and data.get("error"):
-                    raise openai.APIError(_error_message(data["error"]), response.request, body=data["error"])
-                yield data
-            if self.done:
-                await _drain(events)
-        finally:
-            await response.aclose()
-
-
-async def _drain(events: AsyncIterator[object]) -> None:
-    """Read what follows ``[DONE]`` (normally nothing) so the connection goes back to the pool."""
-    try:
-        async with asyncio.timeout(_DRAIN_SECONDS):
-            async for _ in events:
-                pass
-    except (TimeoutError, openai.APIError):
-        pass
+def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers the SDK would send: the key, organization and project from the environment, defaults."""
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "User-Agent": f"tooloop/{importlib.metadata.version('tooloop')}",
+        "Authorization": f"Bearer {key}",
+        "Accept-Encoding": "gzip, deflate",
+    }
+    for name, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+        if os.environ.get(variable):
+            headers[name] = os.environ[variable]
+    return {**headers, **(extra or {})}
 
 
 class OpenAIChatModel(ProviderModel):
@@ -191,8 +169,10 @@ class OpenAIChatModel(ProviderModel):
         self,
         model_name: str,
         *,
-        client: AsyncOpenAI,
+        client: AsyncOpenAI | None = None,
         client_factory: Callable[[], AsyncOpenAI] | None = None,
+        lean: LeanOpenAI | None = None,
+        secret: str | None = None,
         provider: str = "openai",
         settings: ModelSettings | None = None,
         native_output: bool = True,
@@ -202,7 +182,6 @@ class OpenAIChatModel(ProviderModel):
         raw_invalid_arguments: bool = False,
         tool_id_max_length: int | None = None,
         reasoning_field: str | None = None,
-        lean: bool = False,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
@@ -210,16 +189,29 @@ class OpenAIChatModel(ProviderModel):
             raise ConfigurationError(
                 f"reasoning_field must be one of {_REASONING_FIELDS} or None, not {reasoning_field!r}"
             )
-        timeout = client.timeout
+        if lean is not None:
+            clients: PerLoop[Any] = lean.pools
+            attempts, idle = lean.max_retries + 1, lean.pools.first.read_timeout
+        elif client is not None:
+            from ._openai_sdk import close_client
+
+            clients = PerLoop(client, client_factory, close_client)
+            secret = client.api_key
+            timeout = client.timeout
+            idle = timeout if timeout is None or isinstance(timeout, int | float) else timeout.read
+            attempts = client.max_retries + 1
+        else:
+            raise ConfigurationError("OpenAIChatModel needs an AsyncOpenAI client (or use get_model)")
         self._init_common(
             model_name,
             provider=provider,
             settings=settings,
-            clients=PerLoop(client, client_factory, _close),
-            secret=client.api_key if client.api_key != _NO_KEY else None,
-            attempts=client.max_retries + 1,
-            idle_timeout=timeout.read if isinstance(timeout, openai.Timeout) else timeout,
+            clients=clients,
+            secret=secret if secret != _NO_KEY else None,
+            attempts=attempts,
+            idle_timeout=idle,
         )
+        self._lean = lean
         self._native_output = native_output
         self._system_role = system_role
         self._max_tokens_field = max_tokens_field
@@ -229,18 +221,13 @@ class OpenAIChatModel(ProviderModel):
         self._reasoning_field = reasoning_field
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
-        self._lean = LeanOpenAI(client) if lean and lean_eligible(str(client.base_url)) else None
 
     @property
     def base_url(self) -> str:
-        """The server's base URL (``.../v1``)."""
-        return str(self._clients.first.base_url)
-
-    async def aclose(self) -> None:
-        """Close the connections of the SDK clients and of the lean transport."""
+        """The server's base URL (``.../v1/``)."""
         if self._lean is not None:
-            await self._lean.aclose()
-        await super().aclose()
+            return self._lean.endpoint.url + "/"
+        return str(self._clients.first.base_url)
 
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
@@ -259,13 +246,14 @@ class OpenAIChatModel(ProviderModel):
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
-        chunks: _ChunkStream | LeanChunks
+        chunks: ChunkStream | LeanChunks
         if self._lean is not None:
             chunks = await self._lean.stream_json(_PATH, body)
         else:
-            chunks = await self._clients.get().post(
-                _PATH, body=body, cast_to=object, stream=True, stream_cls=_ChunkStream
-            )
+            from ._openai_sdk import ChunkStream
+
+            client = self._clients.get()
+            chunks = await client.post(_PATH, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
@@ -282,27 +270,44 @@ class OpenAIChatModel(ProviderModel):
         return reader.result(done=chunks.done)
 
     def _error(self, exc: Exception, attempts: int) -> ProviderError | None:
-        if isinstance(exc, openai.APITimeoutError):
-            return self._transport_error(exc, attempts, timed_out=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return self._transport_error(exc, attempts, timed_out=False)
-        if isinstance(exc, openai.APIError):  # an HTTP status, or an error event inside a stream
-            status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-            headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
-            return provider_error(
-                self.provider,
-                status=status,
-                codes=openai_codes(exc.body, exc.code, exc.type),
-                message=_error_message(exc.body, exc.message),
-                headers=headers,
-                body=exc.body,
-                secret=self._secret,
-            )
+        if isinstance(exc, TransportError):
+            return self._transport_error(exc, attempts, timed_out=isinstance(exc, ReadTimeout | ConnectTimeout))
+        if isinstance(exc, LeanStatusError):
+            return self._table(exc.status, (), exc.message, exc.headers, exc.body)
+        if isinstance(exc, LeanStreamError):
+            return self._table(None, (), exc.message, None, exc.body)
         if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # a body or chunk that is not JSON
             return ModelResponseError(
                 f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
             )
-        return None
+        if "openai" not in sys.modules:  # only the SDK path raises the SDK's exceptions
+            return None
+        from ._openai_sdk import sdk_failure
+
+        failure = sdk_failure(exc)
+        if failure is None:
+            return None
+        if failure.transport is not None:
+            return self._transport_error(exc, attempts, timed_out=failure.transport == "timeout")
+        return self._table(failure.status, failure.codes, failure.message, failure.headers, failure.body)
+
+    def _table(
+        self,
+        status: int | None,
+        codes: tuple[object, ...],
+        message: str,
+        headers: Mapping[str, str] | None,
+        body: object,
+    ) -> ProviderError:
+        return provider_error(
+            self.provider,
+            status=status,
+            codes=openai_codes(body, *codes),
+            message=_error_message(body, message),
+            headers=headers,
+            body=body,
+            secret=self._secret,
+        )
 
     # -- request body -------------------------------------------------------------------------
 
@@ -447,7 +452,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-async def _close(client: AsyncOpenAI) -> None:
-    await client.close()

@@ -1,0 +1,103 @@
+"""The Chat Completions adapter's SDK path: ``AsyncOpenAI`` clients, their chunk stream, their errors.
+
+Imported only when a model uses the SDK's own pipeline (``transport="sdk"``, a ``client`` you pass,
+or a proxy configured for the URL), so the lean path never loads the ``openai`` package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI, AsyncStream
+
+__all__ = ["ChunkStream", "SdkFailure", "client_factory", "close_client", "sdk_failure"]
+
+_DRAIN_SECONDS = 0.5
+
+
+def client_factory(
+    key: str, base_url: str | None, max_retries: int, idle: float, connect: float, headers: Mapping[str, str] | None
+) -> Callable[[], AsyncOpenAI]:
+    """Makes the ``AsyncOpenAI`` clients of one model (one per event loop)."""
+    extra: dict[str, Any] = {"timeout": openai.Timeout(idle, connect=connect)}
+    if headers:
+        extra["default_headers"] = dict(headers)
+    return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+
+
+async def close_client(client: AsyncOpenAI) -> None:
+    """Close one SDK client's connections."""
+    await client.close()
+
+
+class ChunkStream(AsyncStream[object]):
+    """The decoded chunks of a Chat Completions stream; ``done`` once its ``[DONE]`` line arrived.
+
+    A stream that reached ``[DONE]`` is complete even when no chunk carried a finish reason; a
+    stream that ends without it (and without a finish reason) was cut short.
+    """
+
+    done = False
+
+    async def __stream__(self) -> AsyncIterator[object]:
+        response = self.response
+        events = self._iter_events()
+        try:
+            async for sse in events:
+                if sse.data.startswith("[DONE]"):
+                    self.done = True
+                    break
+                data = sse.json()
+                if isinstance(data, dict) and data.get("error"):
+                    message = _stream_message(data["error"])
+                    raise openai.APIError(message, response.request, body=data["error"])
+                yield data
+            if self.done:
+                await _drain(events)
+        finally:
+            await response.aclose()
+
+
+async def _drain(events: AsyncIterator[object]) -> None:
+    """Read what follows ``[DONE]`` (normally nothing) so the connection goes back to the pool."""
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, openai.APIError):
+        pass
+
+
+def _stream_message(error: object) -> str:
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return message if isinstance(message, str) and message else "An error occurred during streaming"
+
+
+@dataclass(frozen=True, slots=True)
+class SdkFailure:
+    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
+
+    transport: str | None
+    status: int | None = None
+    codes: tuple[object, ...] = ()
+    message: str = ""
+    headers: Mapping[str, str] | None = None
+    body: object = None
+
+
+def sdk_failure(exc: Exception) -> SdkFailure | None:
+    """The failure an ``openai`` SDK exception reports; None for any other exception."""
+    if isinstance(exc, openai.APITimeoutError):
+        return SdkFailure("timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        return SdkFailure("connection")
+    if isinstance(exc, openai.APIError):  # an HTTP status, or an error event inside a stream
+        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
+        return SdkFailure(None, status, (exc.code, exc.type), exc.message, headers, exc.body)
+    return None
