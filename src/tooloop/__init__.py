@@ -36,6 +36,7 @@ from .errors import (
     UserError,
 )
 from .events import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageAdded,
@@ -76,6 +77,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",

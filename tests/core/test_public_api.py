@@ -14,6 +14,7 @@ PUBLIC = [
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",
+    "ApprovalDecided",
     "ApprovalRequested",
     "AssistantMessage",
     "AuthenticationError",

@@ -9,7 +9,7 @@ from ..messages import Message, ToolCallMessage, ToolCallStatus
 
 __all__ = ["INTERRUPTED", "interrupted", "repair", "unfinished_tail", "unique_id"]
 
-INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
+INTERRUPTED = "Error: this tool call was interrupted before it produced a result; it was not run again."
 
 
 def repair(messages: Sequence[Message], *, keep_tail: bool = True) -> tuple[list[Message], bool]:
