@@ -11,11 +11,13 @@ import tooloop
 
 PUBLIC = [
     "Agent",
+    "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",
-    "ApprovalDecided",
     "ApprovalRequested",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AssistantMessage",
     "AuthenticationError",
     "BadRequestError",
@@ -36,6 +38,7 @@ PUBLIC = [
     "MessageAdded",
     "Model",
     "ModelConfig",
+    "ModelContractError",
     "ModelRequest",
     "ModelRequestFinished",
     "ModelRequestStarted",
