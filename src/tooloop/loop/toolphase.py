@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._json import render, truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import Event, ToolCallFinished, ToolCallStarted
 from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
+from ..outcome import render_error, render_result
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
@@ -95,12 +95,11 @@ class Slot:
         """Give the call its outcome; a result that cannot be rendered becomes the call's error."""
         if error is None:
             try:
-                content = render(result)
+                content = render_result(result, self.limit)
             except Exception as exc:  # recursive data, a model whose dump raises...
                 status, result, error = ToolCallStatus.ERROR, None, _unrenderable(exc)
         if error is not None:
-            content = f"{_error_name(error)}: {error}"
-        content = truncate(content, self.limit)
+            content = render_error(error, self.limit)
         self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
         return self.outcome
 
@@ -109,11 +108,6 @@ def _unrenderable(exc: Exception) -> ToolError:
     error = ToolError(f"the tool ran, but its result could not be serialised: {type(exc).__name__}: {exc}")
     error.__cause__ = exc
     return error
-
-
-def _error_name(error: BaseException) -> str:
-    name = getattr(error, "type_name", None)
-    return name if isinstance(name, str) else type(error).__name__
 
 
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
