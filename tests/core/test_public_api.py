@@ -62,6 +62,7 @@ PUBLIC = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextDelta",
     "ThinkingDelta",
