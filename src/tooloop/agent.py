@@ -64,6 +64,7 @@ class _Options:
             hooks=self.hooks,
             approver=self.approver,
             settings=self.settings,
+            context=self.context,
             store=self.store,
             session_id=self.session_id,
             rerun_interrupted=self.rerun_interrupted,
@@ -152,7 +153,7 @@ class Agent:
 
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
         """A copy with these tools added."""
-        return self._copy(tools=self._options.tools + tool_list(tools, "with_tools(*tools)"))
+        return self._copy(tools=self._options.tools + tool_list(tools))
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
