@@ -5,6 +5,9 @@ every request with the same turn: some text in many small deltas and one tool ca
 arrives in fragments. Each variant runs the same number of turns; the figure is the median CPU
 time per turn over several rounds, for streamed and for plain requests.
 
+A third figure is the floor for this wire format (``bench/_floor_http.py``: the same body on a raw
+socket with orjson, no SDK).
+
 Run from the repository root::
 
     python bench/adapter_overhead_anthropic.py [turns_per_round] [rounds]
@@ -21,7 +24,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent / "src")]
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE.parent), str(_HERE.parent / "src"), str(_HERE)]
 
 from tests.models import anthropic_wire as aw  # noqa: E402
 from tests.support.wire import Recorded, Reply, WireServer  # noqa: E402
@@ -104,13 +108,29 @@ async def main(turns: int, rounds: int) -> None:
         async def adapter_plain() -> None:
             await model.respond(ModelRequest(messages, (tool,)))
 
-        for label, bare, ours in (("stream", sdk_stream, adapter_stream), ("plain", sdk_plain, adapter_plain)):
+        from _floor_http import FloorClient
+
+        floor = FloorClient(url, {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"})
+        wire = {"model": MODEL, "max_tokens": 1024, "system": "Be brief.", "messages": wire_messages}
+        wire["tools"] = wire_tools
+
+        async def floor_stream() -> None:
+            await floor.post("/v1/messages", {**wire, "stream": True})
+
+        async def floor_plain() -> None:
+            await floor.post("/v1/messages", wire)
+
+        cases = (("stream", sdk_stream, adapter_stream, floor_stream), ("plain", sdk_plain, adapter_plain, floor_plain))
+        for label, bare, ours, raw in cases:
             bare_cpu = await _measure(bare, turns, rounds)
             ours_cpu = await _measure(ours, turns, rounds)
+            raw_cpu = await _measure(raw, turns, rounds)
             print(
                 f"{label:6}  bare SDK {bare_cpu * 1e6:8.0f} us/turn   adapter {ours_cpu * 1e6:8.0f} us/turn   "
-                f"ratio {ours_cpu / bare_cpu:5.2f}"
+                f"ratio {ours_cpu / bare_cpu:5.2f}   floor {raw_cpu * 1e6:6.0f} us/turn   "
+                f"adapter / floor {ours_cpu / raw_cpu:5.2f}"
             )
+        await floor.close()
         await client.close()
         await model.aclose()
     finally:

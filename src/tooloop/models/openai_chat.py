@@ -225,8 +225,9 @@ class OpenAIChatModel(ProviderModel):
     @property
     def base_url(self) -> str:
         """The server's base URL (``.../v1/``)."""
-        if self._lean is not None:
-            return self._lean.endpoint.url + "/"
+        if self._lean is not None:  # written as the SDK writes it: a path ends with "/"
+            endpoint = self._lean.endpoint
+            return endpoint.url + "/" if endpoint.path else endpoint.url
         return str(self._clients.first.base_url)
 
     async def _send(
