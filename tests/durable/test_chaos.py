@@ -21,7 +21,9 @@ from tooloop.store import open_store
 
 async def submit_all(client: DurableClient, sessions: int, turns: int) -> list[TurnHandle]:
     return [
-        await client.submit("chaos", f"s{s}", f"s{s}-t{t}", turn_id=f"t{t}") for s in range(sessions) for t in range(turns)
+        await client.submit("chaos", f"s{s}", f"s{s}-t{t}", turn_id=f"t{t}")
+        for s in range(sessions)
+        for t in range(turns)
     ]
 
 

@@ -30,11 +30,21 @@ def shape(messages: object) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     ("executor", "version", "message"),
-    [(None, "v1", "executor_id"), ("local", "v1", "executor_id"), ("", "v1", "executor_id"), ("w1", "", "application_version"), ("w1", None, "application_version")],
+    [
+        (None, "v1", "executor_id"),
+        ("local", "v1", "executor_id"),
+        ("", "v1", "executor_id"),
+        ("w1", "", "application_version"),
+        ("w1", None, "application_version"),
+    ],
 )
-async def test_launch_refuses_an_unsafe_executor_id_or_an_unpinned_version(executor: object, version: object, message: str) -> None:
+async def test_launch_refuses_an_unsafe_executor_id_or_an_unpinned_version(
+    executor: object, version: object, message: str
+) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        await DurableAgents().launch(system_database_url="sqlite:///unused.sqlite", executor_id=executor, application_version=version)  # type: ignore[arg-type]
+        await DurableAgents().launch(
+            system_database_url="sqlite:///unused.sqlite", executor_id=executor, application_version=version
+        )  # type: ignore[arg-type]
 
 
 @pytest.mark.timeout(180)

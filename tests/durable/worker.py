@@ -18,7 +18,17 @@ import sqlite3
 import time
 from typing import Any
 
-from tooloop import Agent, ModelRequest, ModelResponse, TextDelta, ToolCall, ToolCallMessage, ToolContext, UserMessage, tool
+from tooloop import (
+    Agent,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCall,
+    ToolCallMessage,
+    ToolContext,
+    UserMessage,
+    tool,
+)
 from tooloop.durable.dbos import DurableAgents
 
 OPTIONS: Any = None
@@ -84,7 +94,9 @@ class ChaosModel:
         log(f"model {prompt} {done}")
         kill_point("after_prompt", prompt)
         if done == 0:
-            return ModelResponse(tool_calls=[ToolCall(f"{prompt}-c{i}", "work", {"step": f"{prompt}-c{i}"}) for i in (1, 2, 3)])
+            return ModelResponse(
+                tool_calls=[ToolCall(f"{prompt}-c{i}", "work", {"step": f"{prompt}-c{i}"}) for i in (1, 2, 3)]
+            )
         if done == 3:
             return ModelResponse(tool_calls=[ToolCall(f"{prompt}-c4", "work", {"step": f"{prompt}-c4"})])
         text = f"done {prompt}"
