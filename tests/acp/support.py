@@ -51,8 +51,9 @@ def tool_reply(*calls: tuple[str, str, str], text: str = "") -> Reply:
 class Gate:
     """Chunks of a stream that stop after the first ones until :meth:`open` (or forever)."""
 
-    def __init__(self, before: list[bytes]):
+    def __init__(self, before: list[bytes], after: list[bytes]):
         self._before = before
+        self._after = after
         self.reached = threading.Event()
         self._open = threading.Event()
 
@@ -60,15 +61,17 @@ class Gate:
         yield from self._before
         self.reached.set()
         self._open.wait(TIMEOUT)
+        yield from self._after
 
     def open(self) -> None:
         self._open.set()
 
 
 def hanging_text_reply(first: str) -> tuple[Reply, Gate]:
-    """A stream that sends ``first`` and then hangs: the model is still talking."""
+    """A stream that sends ``first`` and then hangs until the gate opens: the model is still talking."""
     head = sse_reply([chunk({"role": "assistant", "content": ""}), chunk({"content": first})])
-    gate = Gate(list(head.chunks or []))
+    tail = sse_reply([chunk({}, "stop"), usage_chunk(usage(50, 2))], done=True)
+    gate = Gate(list(head.chunks or []), list(tail.chunks or []))
     return Reply(200, {"content-type": "text/event-stream"}, chunks=gate), gate  # type: ignore[arg-type]
 
 
