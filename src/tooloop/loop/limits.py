@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._checks import require, require_count, require_seconds
 from ..messages import StopReason, Usage
 
 __all__ = ["Limits", "budget_spent", "limit_reached"]
@@ -36,12 +37,14 @@ class Limits:
     the user gets an answer instead of a bare stop."""
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
-        if self.max_tool_calls_per_turn < 1:
-            raise ValueError("max_tool_calls_per_turn must be at least 1")
-        if self.output_retries < 0:
-            raise ValueError("output_retries cannot be negative")
+        require_count(self.max_turns, "Limits(max_turns=...)", 1)
+        require_count(self.max_tool_calls_per_turn, "Limits(max_tool_calls_per_turn=...)", 1)
+        require_count(self.max_total_tokens, "Limits(max_total_tokens=...)", 1, optional=True)
+        require_count(self.max_tool_result_chars, "Limits(max_tool_result_chars=...)", 0, optional=True)
+        require_count(self.output_retries, "Limits(output_retries=...)", 0)
+        require_seconds(self.timeout, "Limits(timeout=...)")
+        require_seconds(self.tool_timeout, "Limits(tool_timeout=...)")
+        require(self.final_answer_on_limit, bool, "Limits(final_answer_on_limit=...)", "pass True or False")
 
 
 def limit_reached(limits: Limits, iteration: int, usage: Usage) -> StopReason | None:

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ContextLengthError
+from ..errors import ArgumentValueError, ContextLengthError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -38,6 +38,7 @@ from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
+from .contract import respond
 from .control import StepContext, call_hook
 from .limits import budget_spent, limit_reached
 from .record import EventSink, Journal, Recorder
@@ -198,6 +199,8 @@ class Run:
                 return
         if self._prompt is not None:
             await self.record.add(UserMessage(self._prompt))
+        elif not transcript:
+            raise ArgumentValueError(_NOTHING_TO_CONTINUE.format(session=self.session_id))
         elif not calls and (not transcript or isinstance(transcript[-1], AssistantMessage | SystemMessage)):
             self._stop(StopReason.END_TURN)
 
@@ -228,7 +231,7 @@ class Run:
         record.emit(ModelRequestStarted(self.iteration))
         handler = self._model_event if record.on_event is not None else None
         try:
-            response = await self.model.respond(request, handler)
+            response = await respond(self.model, request, handler)
         except ContextLengthError as exc:
             response = await self._request_smaller(request, handler, exc)
         self.steps.forget_partial()
@@ -246,7 +249,7 @@ class Run:
         self.steps.forget_partial()
         request = self._request = replace(request, messages=smaller)
         try:
-            return await self.model.respond(request, handler)
+            return await respond(self.model, request, handler)
         except ContextLengthError as again:
             raise again from overflow
 
@@ -374,6 +377,11 @@ class Run:
         self._stop(reason)
         if reason is StopReason.TOKEN_BUDGET and self.config.limits.final_answer_on_limit:
             await self._final_answer()
+
+
+_NOTHING_TO_CONTINUE = (
+    "prompt is None and session {session!r} holds no conversation to continue; pass the user's message"
+)
 
 
 def _as_call(slot: Slot) -> ToolCall:
