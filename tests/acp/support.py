@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import acp
 from acp.client.connection import ClientSideConnection
-from acp import schema
 
+import acp
+from acp import schema
 from tests.models.openai_wire import call_start, chunk, usage, usage_chunk
 from tests.support.wire import Reply, WireServer, sse_reply
 

@@ -11,7 +11,11 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def test_importing_tooloop_does_not_load_the_acp_sdk() -> None:
-    code = "import sys, json, tooloop, tooloop.agent, tooloop.loop.run\nprint(json.dumps(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', 'tooloop.acp')))))"
+    code = (
+        "import sys, json, tooloop, tooloop.agent, tooloop.loop.run\n"
+        "loaded = [m for m in sys.modules if m == 'acp' or m.startswith(('acp.', 'tooloop.acp'))]\n"
+        "print(json.dumps(sorted(loaded)))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(SRC)}
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from acp import schema
-
 from tests.acp.support import (
     TIMEOUT,
     RecordingClient,
@@ -202,6 +200,3 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(wire: WireServer) ->
             assert await asyncio.wait_for(running, 10) == "cancelled"
     finally:
         gate.open()
-
-
-_ = schema
