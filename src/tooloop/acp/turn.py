@@ -18,6 +18,7 @@ from acp import schema
 from acp.interfaces import Client
 
 from ..events import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageAdded,
@@ -81,6 +82,21 @@ class Turn:
     async def handle(self, event: Event) -> None:
         """Send what ``event`` shows the user (most events show nothing new)."""
         match event:
+            case TextDelta() | ThinkingDelta() | ModelRequestStarted() | ModelRequestFinished():
+                await self._model_event(event)
+            case ApprovalRequested() | ToolCallStarted() | ToolCallFinished() | MessageAdded():
+                await self._tool_event(event)
+            case RunFinished(result=result):
+                self.result = result
+            case ToolCallDelta() | ApprovalDecided():
+                # A call is shown once the loop settled its id and arguments; its outcome (run, or
+                # failed when rejected) follows as ToolCallFinished.
+                pass
+            case _:
+                assert_never(event)
+
+    async def _model_event(self, event: TextDelta | ThinkingDelta | ModelRequestStarted | ModelRequestFinished) -> None:
+        match event:
             case TextDelta(text=text):
                 self._streamed_text = True
                 await self.send(updates.text_chunk(text))
@@ -91,6 +107,11 @@ class Turn:
                 self._streamed_text = self._streamed_thinking = False
             case ModelRequestFinished(response=response):
                 await self._response_finished(response)
+            case _:
+                assert_never(event)
+
+    async def _tool_event(self, event: ApprovalRequested | ToolCallStarted | ToolCallFinished | MessageAdded) -> None:
+        match event:
             case ApprovalRequested(request=request):
                 await self._show(request.tool_call_id, request.tool_name, request.arguments)
             case ToolCallStarted(tool_call_id=call_id, tool_name=name, arguments=arguments):
@@ -100,11 +121,7 @@ class Turn:
                 await self._finish(message)
             case MessageAdded(message=message):
                 if isinstance(message, ToolCallMessage) and message.status.finished:
-                    await self._finish(message)  # calls that never ran (unknown tool, not run, cancelled)
-            case RunFinished(result=result):
-                self.result = result
-            case ToolCallDelta():
-                pass  # shown once the loop has settled the call's id and arguments
+                    await self._finish(message)  # already shown by ToolCallFinished; kept as a safety net
             case _:
                 assert_never(event)
 

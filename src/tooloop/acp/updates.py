@@ -121,6 +121,16 @@ def tool_call_running(call_id: str) -> schema.ToolCallProgress:
     return schema.ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status="in_progress")
 
 
+def tool_call_progress(
+    call_id: str, progress: float, total: float | None, message: str | None
+) -> schema.ToolCallProgress:
+    """A running call reported progress: shown as its content until the outcome replaces it."""
+    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    text = f"{message} ({amount})" if message else f"progress: {amount}"
+    block = schema.ContentToolCallContent(type="content", content=_text(text))
+    return schema.ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, content=[block])
+
+
 def failed_or_completed(message: ToolCallMessage) -> Literal["completed", "failed"]:
     """ACP has no ``cancelled`` tool status: a call that did not produce a result ``failed``."""
     return "completed" if message.status is ToolCallStatus.OK else "failed"

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp.client.connection import ClientSideConnection
-
 import acp
 from acp import schema
+from acp.client.connection import ClientSideConnection
+
 from tests.models.openai_wire import call_start, chunk, usage, usage_chunk
 from tests.support.wire import Reply, WireServer, sse_reply
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = [f"tests.acp.agent_tools:{name}" for name in ("add", "explode", "wait_forever", "delete_file", "noisy")]
+TOOLS = [f"tests.acp_agent.agent_tools:{name}" for name in ("add", "explode", "wait_forever", "delete_file", "noisy")]
 TIMEOUT = 60.0
 
 

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.acp.support import ROOT, TIMEOUT, agent_command, agent_env, hanging_text_reply, text_reply, tool_reply
+from tests.acp_agent.support import ROOT, TIMEOUT, agent_command, agent_env, hanging_text_reply, text_reply, tool_reply
 from tests.support.wire import WireServer
 
 PEERS = Path(os.environ.get("TOOLOOP_PEERS", ROOT / ".peers")) / "npm"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.acp.support import ROOT, TIMEOUT, agent_command, agent_env, text_reply, tool_reply
+from tests.acp_agent.support import ROOT, TIMEOUT, agent_command, agent_env, text_reply, tool_reply
 from tests.support.wire import WireServer
 
 

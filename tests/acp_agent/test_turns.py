@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.acp.support import RecordingClient, new_session, prompt, spawn, text_reply, tool_reply
+from tests.acp_agent.support import RecordingClient, new_session, prompt, spawn, text_reply, tool_reply
 from tests.support.wire import WireServer
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from acp import RequestError
-from tests.acp.support import ROOT, RecordingClient, new_session, prompt, spawn, text_reply, tool_reply
+
+from tests.acp_agent.support import ROOT, RecordingClient, new_session, prompt, spawn, text_reply, tool_reply
 from tests.support.wire import WireServer
 
 

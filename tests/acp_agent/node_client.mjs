@@ -1,6 +1,6 @@
 // An ACP client on the official TypeScript SDK (@agentclientprotocol/sdk), driving the agent
 // given as JSON in argv[2] through a tool turn with a permission, then a turn it cancels.
-// Prints one JSON summary on stdout. Run by tests/acp/test_node_client.py.
+// Prints one JSON summary on stdout. Run by tests/acp_agent/test_node_client.py.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.acp.support import (
+from tests.acp_agent.support import (
     TIMEOUT,
     RecordingClient,
     hanging_text_reply,
