@@ -58,6 +58,24 @@ def check_effects(workers: Workers, sessions: int, turns: int) -> None:
     assert rerun_after_end <= workers.kills
 
 
+def check_worker_limit(workers: Workers, limit: int) -> None:
+    """No worker ever ran more turns at once than its ``worker_concurrency``."""
+    spans: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for row in workers.lines():
+        if row[2] in ("model", "tool-start", "tool-end"):
+            prompt = row[3] if row[2] == "model" else row[3].rsplit("-", 1)[0]
+            spans[(row[1], prompt)].append(float(row[0]))
+    by_worker: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for (pid, _), times in spans.items():
+        by_worker[pid] += [(min(times), 1), (max(times), -1)]
+    for pid, edges in by_worker.items():
+        running = peak = 0
+        for _, change in sorted(edges, key=lambda e: (e[0], e[1])):
+            running += change
+            peak = max(peak, running)
+        assert peak <= limit, f"worker {pid} ran {peak} turns at once (limit {limit})"
+
+
 def check_turn_order(workers: Workers) -> None:
     """No session ever ran two turns at once: all of turn t's activity precedes turn t+1's."""
     spans: dict[tuple[str, int], list[float]] = defaultdict(list)
@@ -102,6 +120,7 @@ async def test_random_sigkills_with_restarts_and_adoptions_lose_and_repeat_nothi
     await check_sessions(pg_workers, sessions, turns)
     check_effects(pg_workers, sessions, turns)
     check_turn_order(pg_workers)
+    check_worker_limit(pg_workers, 4)  # the workers' worker_concurrency
 
 
 @pytest.mark.timeout(240)
@@ -148,3 +167,24 @@ async def test_a_paused_worker_whose_turn_was_adopted_stops_at_its_next_write(pg
     assert Counter(effect_rows(pg_workers)) == Counter(f"s0:s0-t0-c{i}" for i in (1, 2, 3, 4))
     zombie = str(pg_workers.procs["w0"].pid)
     assert not [r for r in pg_workers.lines("model") if r[1] == zombie and r[4] != "0"]  # it never asked again
+
+
+@pytest.mark.timeout(240)
+async def test_the_sweeper_recovers_a_dead_workers_turn_without_an_operator(pg_workers: Workers) -> None:
+    pg_workers.start("w0", sweep=3)
+    pg_workers.start("w1", sweep=3)
+    client = DurableClient(pg_workers.db)
+    try:
+        turns = [await client.submit("chaos", f"s{s}", f"s{s}-t0", turn_id="t0") for s in range(4)]
+        pg_workers.wait(lambda: len(pg_workers.lines("tool-start")) >= 4, 60, "tools to start")
+        w0 = str(pg_workers.procs["w0"].pid)
+        victim = "w0" if any(r[1] == w0 for r in pg_workers.lines("tool-start")) else "w1"  # one that runs a turn
+        pg_workers.kill(victim)
+        outcomes = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in turns)), 150)
+    finally:
+        client.close()
+    assert [o.text for o in outcomes] == [f"done s{s}-t0" for s in range(4)]
+    survivor = "w1" if victim == "w0" else "w0"
+    assert pg_workers.procs[survivor].poll() is None
+    await check_sessions(pg_workers, 4, 1)
+    check_effects(pg_workers, 4, 1)
