@@ -55,6 +55,8 @@ class SessionJournal:
             )
             try:
                 self._wrote(await asyncio.shield(write))
+                if _log.isEnabledFor(logging.DEBUG):
+                    _log.debug("session %s: wrote %d messages (v%d)", self.session_id, len(messages), self.version)
             except asyncio.CancelledError:
                 # A write already on its way still commits; know its version before the run, now
                 # cancelled, writes its last messages.
@@ -114,6 +116,7 @@ class SessionBinding:
                 # back (the session's totals stay as they were; the error carries the usage).
                 if journal.written:
                     await self._opened.retract(self.session_id, journal.written)
+                    _log.info("session %s: this run lost to another writer; took back its writes", self.session_id)
             elif self._opened is not None and (usage.requests or usage.tool_calls):
                 await self._update_metadata(self._opened, usage, model, transcript)
         finally:
