@@ -147,9 +147,12 @@ class SessionJournal:
 class SessionBinding:
     """Opens a session for one run: its stored history and a journal; closes a store it opened."""
 
-    def __init__(self, store: Store | str, session_id: str, lease: SessionLease | None = None):
+    def __init__(
+        self, store: Store | str, session_id: str, lease: SessionLease | None = None, turn_id: str | None = None
+    ):
         self._store = store
         self.session_id = session_id
+        self._turn_id = turn_id
         self._lease = lease
         self._held: _Held | None = None
         self._owned: Store | None = None
@@ -191,8 +194,10 @@ class SessionBinding:
         try:
             if self._opened is not None and journal is not None and journal.lost:
                 # A run that lost to another writer leaves nothing behind: its messages are taken
-                # back (the session's totals stay as they were; the error carries the usage).
-                if journal.written:
+                # back (the session's totals stay as they were; the error carries the usage). A
+                # turn with an id is the exception: another submit of that turn may have adopted
+                # and continued what this run wrote.
+                if journal.written and self._turn_id is None:
                     await self._opened.retract(self.session_id, journal.written)
                     _log.info("session %s: this run lost to another writer; took back its writes", self.session_id)
             elif self._opened is not None and (usage.requests or usage.tool_calls):
