@@ -25,6 +25,7 @@ from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
 from .store.journal import SessionBinding, default_store_url
+from .tools.source import ToolSource
 from .tools.tool import Tool, as_tool
 
 __all__ = ["Agent"]
@@ -37,6 +38,7 @@ class _Options:
     model: Model | str
     system: str | None = None
     tools: tuple[Tool, ...] = ()
+    sources: tuple[ToolSource, ...] = ()
     limits: Limits = field(default_factory=Limits)
     output_type: Any = None
     hooks: Hooks = field(default_factory=Hooks)
@@ -69,7 +71,7 @@ class Agent:
         model: Model | str,
         *,
         system: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | ToolSource | Callable[..., Any]] = (),
         limits: Limits | None = None,
         output_type: Any = None,
         hooks: Hooks | None = None,
@@ -82,10 +84,12 @@ class Agent:
         store: Store | str | None = None,
         session_id: str | None = None,
     ):
+        plain, sources = _split_tools(tools)
         options = _Options(
             model=model,
             system=system,
-            tools=tuple(as_tool(t) for t in tools),
+            tools=plain,
+            sources=sources,
             limits=limits or Limits(),
             output_type=output_type,
             hooks=hooks or Hooks(),
@@ -123,9 +127,10 @@ class Agent:
         """A copy with other instructions."""
         return self._copy(system=system)
 
-    def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
-        """A copy with these tools added."""
-        return self._copy(tools=self._options.tools + tuple(as_tool(t) for t in tools))
+    def with_tools(self, *tools: Tool | ToolSource | Callable[..., Any]) -> Agent:
+        """A copy with these tools (or tool sources such as MCP servers) added."""
+        plain, sources = _split_tools(tools)
+        return self._copy(tools=self._options.tools + plain, sources=self._options.sources + sources)
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
@@ -168,6 +173,11 @@ class Agent:
         return tuple(self._resolved().tools.values())
 
     @property
+    def tool_sources(self) -> tuple[ToolSource, ...]:
+        """Where more tools come from (MCP servers), listed before every model request."""
+        return self._options.sources
+
+    @property
     def limits(self) -> Limits:
         """The run limits."""
         return self._options.limits
@@ -181,6 +191,31 @@ class Agent:
         if self._config is None:
             self._config = _resolve(self._options)
         return self._config
+
+    # ------------------------------------------------------------------ tool sources
+
+    async def start(self) -> None:
+        """Start every tool source (MCP server) of the agent at once; without this they start on
+        first use. If one fails, the others are stopped and the error is raised."""
+        results = await asyncio.gather(*(s.start() for s in self._options.sources), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            await self.aclose()
+            raise failures[0]
+
+    async def aclose(self) -> None:
+        """Stop every tool source of the agent (they start again if the agent is used again)."""
+        results = await asyncio.gather(*(s.aclose() for s in self._options.sources), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def __aenter__(self) -> Agent:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
     # ------------------------------------------------------------------ front doors
 
@@ -326,6 +361,19 @@ class Agent:
         return replace(result, usage=usage, start=start or 0)
 
 
+def _split_tools(
+    values: Iterable[Tool | ToolSource | Callable[..., Any]],
+) -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]:
+    tools: list[Tool] = []
+    sources: list[ToolSource] = []
+    for value in values:
+        if isinstance(value, ToolSource) and not isinstance(value, Tool):
+            sources.append(value)
+        else:
+            tools.append(as_tool(value))
+    return tuple(tools), tuple(sources)
+
+
 def _check_tools(tools: Sequence[Tool]) -> None:
     seen: set[str] = set()
     for tool in tools:
@@ -359,6 +407,8 @@ def _resolve(options: _Options) -> RunConfig:
         model=model,
         system=system,
         tools=tools,
+        sources=options.sources,
+        allowed=allowed,
         denied=denied,
         limits=options.limits,
         settings=settings,

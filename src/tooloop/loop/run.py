@@ -13,12 +13,13 @@ errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, even
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ContextLengthError
+from ..errors import ConfigurationError, ContextLengthError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -96,6 +97,7 @@ class Run:
         self._final_done = False
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
+        self.tools = dict(config.tools)
         self._tool_defs = tuple(t.definition for t in config.tools.values())
 
     def _set_history(self, history: Sequence[Message]) -> None:
@@ -186,8 +188,29 @@ class Run:
 
     # ------------------------------------------------------------------ steps
 
+    async def _list_tools(self) -> None:
+        """Ask every tool source for its current tools (cheap when nothing changed)."""
+        if not self.config.sources:
+            return
+        listed = await asyncio.gather(*(source.list_tools() for source in self.config.sources))
+        tools, config = dict(self.config.tools), self.config
+        for source, offered in zip(self.config.sources, listed, strict=True):
+            for tool in offered:
+                if tool.name in config.denied or (config.allowed is not None and tool.name not in config.allowed):
+                    continue
+                if tool.name in tools:
+                    raise ConfigurationError(
+                        f"tool {tool.name!r} of {source.name} has the name of another tool; give the source a prefix"
+                    )
+                tools[tool.name] = tool
+        if tools != self.tools:
+            self.tools.clear()
+            self.tools.update(tools)
+            self._tool_defs = tuple(t.definition for t in tools.values())
+
     async def _begin(self) -> None:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
+        await self._list_tools()
         transcript = self.record.transcript
         start, calls = unfinished_tail(transcript)
         if self.decisions and not calls:
@@ -209,6 +232,7 @@ class Run:
             if self.config.limits.final_answer_on_limit:
                 await self._final_answer()
             return
+        await self._list_tools()
         response = await self._request_model("auto")
         if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
             response = await self._review(response)
@@ -308,7 +332,7 @@ class Run:
             return self._batch_view
         config, record = self.config, self.record
         self._batch_view = BatchContext(
-            tools=config.tools,
+            tools=self.tools,
             denied=config.denied,
             limits=config.limits,
             hooks=config.hooks,

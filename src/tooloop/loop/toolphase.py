@@ -7,6 +7,7 @@ the approvals, and a few callbacks into the run's record and stop state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -14,8 +15,17 @@ from typing import Any
 
 from .._json import render, truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
-from ..events import Event, ToolCallFinished, ToolCallStarted
-from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
+from ..events import Event, ToolCallFinished, ToolCallProgress, ToolCallStarted
+from ..messages import (
+    ContentPart,
+    ModelResponse,
+    StopReason,
+    TextContent,
+    ToolCallMessage,
+    ToolCallStatus,
+    ToolOutput,
+    render_parts,
+)
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
@@ -75,12 +85,24 @@ class Slot:
     def finish(
         self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None, limit: int | None
     ) -> ToolCallMessage:
+        parts: tuple[ContentPart, ...] = ()
         if error is not None:
             content = f"{_error_name(error)}: {error}"
+        elif isinstance(result, ToolOutput):
+            parts = tuple(_cut(part, limit) for part in result.parts)
+            content = truncate(render_parts(result.parts) if parts else render(result.structured), limit)
+            result = result.structured
         else:
             content = truncate(render(result), limit)
-        self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
+        self.outcome = replace(self.template, status=status, result=result, error=error, content=content, parts=parts)
         return self.outcome
+
+
+def _cut(part: ContentPart, limit: int | None) -> ContentPart:
+    """A text part cut to the result limit, like the text form (binary parts are kept whole)."""
+    if isinstance(part, TextContent):
+        return TextContent(truncate(part.text, limit))
+    return part
 
 
 def _error_name(error: BaseException) -> str:
@@ -240,6 +262,9 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         iteration,
         batch.token,
         batch.run_id,
+        on_progress=functools.partial(
+            _progress, asyncio.get_running_loop(), batch.emit, template.tool_call_id, template.tool_name
+        ),
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()
@@ -249,6 +274,26 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
     else:
         _finish_ok(slot, result, batch)
+
+
+def _progress(
+    loop: asyncio.AbstractEventLoop,
+    emit: Callable[[Event], None],
+    call_id: str,
+    name: str,
+    progress: float,
+    total: float | None,
+    message: str | None,
+) -> None:
+    event = ToolCallProgress(call_id, name, progress, total, message)
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:  # a sync tool reporting from its worker thread
+        running = None
+    if running is loop:
+        emit(event)
+    else:
+        loop.call_soon_threadsafe(emit, event)
 
 
 def _finish_ok(slot: Slot, result: Any, batch: BatchContext) -> None:
