@@ -10,6 +10,8 @@ from .agent import Agent
 from .context import ContextPolicy
 from .errors import (
     ApprovalMismatchError,
+    ArgumentTypeError,
+    ArgumentValueError,
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
@@ -17,6 +19,7 @@ from .errors import (
     ContextBudgetError,
     ContextLengthError,
     CorruptDataError,
+    ModelContractError,
     ModelResponseError,
     OutputValidationError,
     ProviderConnectionError,
@@ -101,6 +104,8 @@ __all__ = [
     "ApprovalMismatchError",
     "ApprovalRequest",
     "ApprovalRequested",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AssistantMessage",
     "AudioContent",
     "AuthenticationError",
@@ -125,6 +130,7 @@ __all__ = [
     "MessageAdded",
     "Model",
     "ModelConfig",
+    "ModelContractError",
     "ModelRequest",
     "ModelRequestFinished",
     "ModelRequestStarted",

@@ -248,3 +248,12 @@ def test_a_scripted_tool_call_through_a_loaded_agent(valid: Path) -> None:
         .transcript.final_text
         == "ok"
     )
+
+
+def test_every_limit_can_be_set_in_the_file() -> None:
+    from dataclasses import fields
+
+    from tooloop import Limits
+    from tooloop.config._schema import LimitsTable
+
+    assert set(LimitsTable.model_fields) == {f.name for f in fields(Limits)}

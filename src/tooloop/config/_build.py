@@ -6,7 +6,6 @@ import importlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
@@ -102,8 +101,7 @@ def build_agent(config: Config, name: str) -> Agent:
     table = config.agent_table(name)
     where = f"{config.path}: [agents.{name}]"
     model, system, settings = _model(config, table, where)
-    limits_changes = {f.name: getattr(table.limits, f.name) for f in fields(Limits)}
-    limits = Limits(**{k: v for k, v in limits_changes.items() if v is not None})
+    limits = Limits(**table.limits.model_dump(exclude_none=True))
     tools: list[Any] = [_import(path, where, "tools") for path in table.tools]
     for server in table.mcp_servers:
         if server not in config.data.mcp_servers:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -128,6 +129,7 @@ class LimitsTable(_Table):
     max_tool_result_chars: int | None = Field(default=None, ge=1)
     output_retries: int | None = Field(default=None, ge=0)
     final_answer_on_limit: bool | None = None
+    max_cost: Decimal | None = Field(default=None, gt=0)
 
 
 class AgentTable(_Table):
