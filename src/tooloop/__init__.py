@@ -60,6 +60,7 @@ from .loop.control import Hooks, LoopControl, StepContext
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
 from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
+from .loop.syncstream import SyncEventStream
 from .messages import (
     AssistantMessage,
     AudioContent,
@@ -155,6 +156,7 @@ __all__ = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextContent",
     "TextDelta",

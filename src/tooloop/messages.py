@@ -10,7 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Literal, TypeAlias, assert_never
+from typing import Any, ClassVar, Literal, TypeAlias
 
 __all__ = [
     "AssistantMessage",
@@ -31,7 +31,6 @@ __all__ = [
     "ToolOutput",
     "Usage",
     "UserMessage",
-    "render_parts",
 ]
 
 
@@ -226,7 +225,8 @@ class ToolOutput:
 
     ``parts`` are kept on the :class:`ToolCallMessage` so adapters can send images natively where the
     provider accepts them; ``structured`` becomes the message's ``result``. The text the model is
-    told is :func:`render_parts` of the parts (or ``structured`` as JSON when there are none).
+    told is the parts' text form (:func:`tooloop.outcome.render_output`), or ``structured`` as JSON
+    when there are no parts.
     """
 
     parts: tuple[ContentPart, ...] = ()
@@ -235,32 +235,6 @@ class ToolOutput:
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple):
             object.__setattr__(self, "parts", tuple(self.parts))
-
-
-def render_parts(parts: tuple[ContentPart, ...] | list[ContentPart]) -> str:
-    """The text form of content parts: text as it is, everything else as a short placeholder."""
-    return "\n".join(_render_part(part) for part in parts)
-
-
-def _render_part(part: ContentPart) -> str:
-    if isinstance(part, TextContent):
-        return part.text
-    if isinstance(part, ImageContent | AudioContent):
-        return f"[{part.kind}: {part.mime_type}, {_decoded_size(part.data)} bytes]"
-    if isinstance(part, ResourceLink):
-        about = f" ({part.mime_type})" if part.mime_type else ""
-        described = f": {part.description}" if part.description else ""
-        return f"[resource link: {part.name} <{part.uri}>{about}{described}]"
-    if isinstance(part, EmbeddedResource):
-        if part.text is not None:
-            return f"[resource <{part.uri}>]\n{part.text}"
-        return f"[resource <{part.uri}>: {part.mime_type or 'binary'}, {_decoded_size(part.blob or '')} bytes]"
-    assert_never(part)
-
-
-def _decoded_size(data: str) -> int:
-    padding = len(data) - len(data.rstrip("="))
-    return len(data) * 3 // 4 - padding
 
 
 @dataclass(frozen=True, slots=True)

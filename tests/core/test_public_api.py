@@ -66,6 +66,7 @@ PUBLIC = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextContent",
     "TextDelta",

@@ -13,19 +13,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._json import render, truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import Event, ToolCallFinished, ToolCallProgress, ToolCallStarted
-from ..messages import (
-    ContentPart,
-    ModelResponse,
-    StopReason,
-    TextContent,
-    ToolCallMessage,
-    ToolCallStatus,
-    ToolOutput,
-    render_parts,
-)
+from ..messages import ContentPart, ModelResponse, StopReason, ToolCallMessage, ToolCallStatus, ToolOutput
+from ..outcome import render_error, render_output, render_result
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
@@ -90,27 +81,14 @@ class Slot:
     ) -> ToolCallMessage:
         parts: tuple[ContentPart, ...] = ()
         if error is not None:
-            content = f"{_error_name(error)}: {error}"
+            content = render_error(error)
         elif isinstance(result, ToolOutput):
-            parts = tuple(_cut(part, limit) for part in result.parts)
-            content = truncate(render_parts(result.parts) if parts else render(result.structured), limit)
+            content, parts = render_output(result, limit)
             result = result.structured
         else:
-            content = truncate(render(result), limit)
+            content = render_result(result, limit)
         self.outcome = replace(self.template, status=status, result=result, error=error, content=content, parts=parts)
         return self.outcome
-
-
-def _cut(part: ContentPart, limit: int | None) -> ContentPart:
-    """A text part cut to the result limit, like the text form (binary parts are kept whole)."""
-    if isinstance(part, TextContent):
-        return TextContent(truncate(part.text, limit))
-    return part
-
-
-def _error_name(error: BaseException) -> str:
-    name = getattr(error, "type_name", None)
-    return name if isinstance(name, str) else type(error).__name__
 
 
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:

@@ -13,8 +13,8 @@ from ..messages import (
     ResourceLink,
     TextContent,
     ToolOutput,
-    render_parts,
 )
+from ..outcome import render_parts
 
 __all__ = ["to_output", "to_part"]
 
