@@ -42,6 +42,7 @@ from .errors import (
     UserError,
 )
 from .events import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageAdded,
@@ -101,6 +102,7 @@ def load_agent(name: str, *, path: str | os.PathLike[str] | None = None) -> Agen
 
 __all__ = [
     "Agent",
+    "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",

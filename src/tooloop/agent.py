@@ -66,11 +66,12 @@ class _Options:
             hooks=self.hooks,
             approver=self.approver,
             settings=self.settings,
+            context=self.context,
             store=self.store,
             session_id=self.session_id,
             rerun_interrupted=self.rerun_interrupted,
         )
-        _check_tools(self.tools)
+        _check_tools(self)
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
             raise ArgumentTypeError(
                 f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
@@ -103,8 +104,8 @@ class Agent:
         output_type: Any = None,
         hooks: Hooks | None = None,
         approve: Approver | None = None,
-        allowed_tools: Iterable[str] | None = None,
-        denied_tools: Iterable[str] = (),
+        allowed_tools: Iterable[str] | str | None = None,
+        denied_tools: Iterable[str] | str = (),
         settings: ModelSettings | None = None,
         context: ContextShaper | None = None,
         rerun_interrupted: bool = True,
@@ -122,8 +123,8 @@ class Agent:
             output_type=output_type,
             hooks=hooks if hooks is not None else Hooks(),
             approver=approve,
-            allowed_tools=frozenset(allowed_tools) if allowed_tools is not None else None,
-            denied_tools=frozenset(denied_tools),
+            allowed_tools=_names(allowed_tools, "allowed_tools") if allowed_tools is not None else None,
+            denied_tools=_names(denied_tools, "denied_tools"),
             settings=settings if settings is not None else ModelSettings(),
             context=context,
             rerun_interrupted=rerun_interrupted,
@@ -156,7 +157,7 @@ class Agent:
 
     def with_tools(self, *tools: Tool | ToolSource | Callable[..., Any]) -> Agent:
         """A copy with these tools (or tool sources such as MCP servers) added."""
-        plain, sources = _split_tools(tools, "with_tools(*tools)")
+        plain, sources = _split_tools(tools)
         return self._copy(tools=self._options.tools + plain, sources=self._options.sources + sources)
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
@@ -414,25 +415,47 @@ class Agent:
         return replace(result, usage=usage, start=start or 0)
 
 
-def _split_tools(values: Any, param: str = "tools") -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]:
+def _split_tools(values: Any) -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]:
     """The plain tools and the tool sources (MCP servers) of ``tools=[...]``."""
     if not isinstance(values, Iterable) or isinstance(values, str | bytes | Mapping | Tool | ToolSource):
-        return tool_list(values, param), ()  # not a list: tool_list says what to pass
+        return tool_list(values), ()  # not a list: tool_list says what to pass
     items = list(values)
     sources = tuple(v for v in items if _is_source(v))
-    return tool_list([v for v in items if not _is_source(v)], param), sources
+    return tool_list([v for v in items if not _is_source(v)]), sources
 
 
 def _is_source(value: Any) -> bool:
     return isinstance(value, ToolSource) and not isinstance(value, Tool)
 
 
-def _check_tools(tools: Sequence[Tool]) -> None:
+def _names(value: Iterable[str] | str, parameter: str) -> frozenset[str]:
+    """Tool names given to ``parameter``: a string is one name, not a list of letters."""
+    if isinstance(value, str):
+        return frozenset((value,))
+    try:
+        names = frozenset(value)
+    except TypeError:
+        raise ConfigurationError(f"{parameter} takes a tool name or a list of tool names, got {value!r}") from None
+    wrong = sorted(repr(n) for n in names if not isinstance(n, str))
+    if wrong:
+        raise ConfigurationError(f"{parameter} takes tool names (strings), got {', '.join(wrong)}")
+    return names
+
+
+def _check_tools(options: _Options) -> None:
     seen: set[str] = set()
-    for tool in tools:
+    for tool in options.tools:
         if tool.name in seen:
             raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must be unique")
         seen.add(tool.name)
+    for parameter, names in (("allowed_tools", options.allowed_tools), ("denied_tools", options.denied_tools)):
+        unknown = sorted(names - seen) if names else []
+        if unknown:
+            available = ", ".join(sorted(seen)) or "none"
+            raise ConfigurationError(
+                f"{parameter} names {', '.join(map(repr, unknown))}, which is not a tool of this agent "
+                f"(its tools: {available}); check the spelling"
+            )
 
 
 def _resolve(options: _Options) -> RunConfig:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from ._json import render, truncate
+from ._json import error_text, render, truncate
 from .messages import (
     AudioContent,
     ContentPart,
@@ -43,8 +43,9 @@ __all__ = [
     "render_result",
 ]
 
-INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
-"""The result of a call that started and never finished (a crash, an edited history)."""
+INTERRUPTED = "Error: this tool call was interrupted before it produced a result; it was not run again."
+"""The result of a call that started and never finished (a crash, an edited history), closed
+without running it again (a new prompt arrived, or it is not in the last batch)."""
 
 AWAITING = "Awaiting approval: this call has not run yet."
 """The result of a call waiting for a person's decision (never sent to a model)."""
@@ -105,8 +106,7 @@ def _decoded_size(data: str) -> int:
 
 def render_error(error: BaseException, limit: int | None = None) -> str:
     """The text of a failure: the error's type name and message, cut to ``limit``."""
-    name = getattr(error, "type_name", None)
-    return truncate(f"{name if isinstance(name, str) else type(error).__name__}: {error}", limit)
+    return truncate(error_text(error), limit)
 
 
 def for_model(call: ToolCallMessage) -> ToolOutcome:
