@@ -448,6 +448,8 @@ def _check_tools(options: _Options) -> None:
         if tool.name in seen:
             raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must be unique")
         seen.add(tool.name)
+    if options.sources:
+        return  # names may belong to tool sources (MCP servers), known only once they are listed
     for parameter, names in (("allowed_tools", options.allowed_tools), ("denied_tools", options.denied_tools)):
         unknown = sorted(names - seen) if names else []
         if unknown:
