@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[dev]"
-echo "== test peers (MCP servers the tests run)"
+echo "== test peers (MCP servers and ACP clients the tests run)"
 bash scripts/test_peers.sh
 echo "== ruff"
 .venv/bin/ruff check src tests bench examples

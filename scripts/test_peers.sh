@@ -20,6 +20,7 @@ fi
 # npm peers, run with node.
 NPM_PACKAGES=(
     "@modelcontextprotocol/server-everything@2026.8.31"
+    "@agentclientprotocol/sdk@2.4.0"
 )
 if [ ! -f "$PEERS/npm/.installed" ] || [ "$(cat "$PEERS/npm/.installed")" != "${NPM_PACKAGES[*]}" ]; then
     echo "== installing ${NPM_PACKAGES[*]} into $PEERS/npm"
