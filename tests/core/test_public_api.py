@@ -61,6 +61,7 @@ PUBLIC = [
     "RunFinished",
     "RunResult",
     "RunTimeoutError",
+    "SessionBusyError",
     "SessionInfo",
     "SessionNotFoundError",
     "StepContext",
