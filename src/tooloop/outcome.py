@@ -37,6 +37,7 @@ __all__ = [
     "INTERRUPTED",
     "ToolOutcome",
     "for_model",
+    "native_parts",
     "render_error",
     "render_output",
     "render_parts",
@@ -76,6 +77,25 @@ def render_output(output: ToolOutput, limit: int | None) -> tuple[str, tuple[Con
         return render_result(output.structured, limit), ()
     parts = tuple(TextContent(truncate(p.text, limit)) if isinstance(p, TextContent) else p for p in output.parts)
     return truncate(render_parts(output.parts), limit), parts
+
+
+def native_parts(outcome: ToolOutcome, image_types: frozenset[str]) -> tuple[TextContent | ImageContent, ...] | None:
+    """The parts of ``outcome`` for a provider taking images of ``image_types`` in tool results:
+    text parts and those images as they are, every other part as its text placeholder (merged
+    into the neighbouring text). None when there is no such image: then send ``outcome.text``."""
+    if not any(isinstance(p, ImageContent) and p.mime_type in image_types for p in outcome.parts):
+        return None
+    native: list[TextContent | ImageContent] = []
+    for part in outcome.parts:
+        if isinstance(part, ImageContent) and part.mime_type in image_types:
+            native.append(part)
+            continue
+        text = part.text if isinstance(part, TextContent) else _render_part(part)
+        if native and isinstance(native[-1], TextContent):
+            native[-1] = TextContent(f"{native[-1].text}\n{text}")
+        elif text:
+            native.append(TextContent(text))
+    return tuple(native)
 
 
 def render_parts(parts: tuple[ContentPart, ...] | list[ContentPart]) -> str:

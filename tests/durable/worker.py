@@ -61,7 +61,9 @@ def record_effect(key: str) -> None:
     import psycopg
 
     with psycopg.connect(OPTIONS.store, autocommit=True) as pg:
-        pg.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
+        with pg.transaction():  # concurrent CREATE TABLE IF NOT EXISTS can still collide: one at a time
+            pg.execute("SELECT pg_advisory_xact_lock(4242)")
+            pg.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
         pg.execute("INSERT INTO effects (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (key,))
 
 
