@@ -8,6 +8,8 @@ from .agent import Agent
 from .context import ContextPolicy
 from .errors import (
     ApprovalMismatchError,
+    ArgumentTypeError,
+    ArgumentValueError,
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
@@ -15,6 +17,7 @@ from .errors import (
     ContextBudgetError,
     ContextLengthError,
     CorruptDataError,
+    ModelContractError,
     ModelResponseError,
     OutputValidationError,
     ProviderConnectionError,
@@ -80,6 +83,8 @@ __all__ = [
     "ApprovalMismatchError",
     "ApprovalRequest",
     "ApprovalRequested",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AssistantMessage",
     "AuthenticationError",
     "BadRequestError",
@@ -100,6 +105,7 @@ __all__ = [
     "MessageAdded",
     "Model",
     "ModelConfig",
+    "ModelContractError",
     "ModelRequest",
     "ModelRequestFinished",
     "ModelRequestStarted",

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._arguments import check_agent_options, check_model, check_run_arguments, tool_list
 from .context.policy import ContextPolicy
-from .errors import ConfigurationError, ToolloopError
+from .errors import ArgumentValueError, ConfigurationError, ToolloopError
 from .loop.approval import Approver
 from .loop.cancel import CancelToken
 from .loop.config import RunConfig
@@ -25,7 +26,7 @@ from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
 from .store.journal import SessionBinding, default_store_url
-from .tools.tool import Tool, as_tool
+from .tools.tool import Tool
 
 __all__ = ["Agent"]
 
@@ -48,6 +49,24 @@ class _Options:
     rerun_interrupted: bool = True
     store: Store | str | None = None
     session_id: str | None = None
+    output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Every value is checked here, so a mistake fails where the agent (or a copy) is built."""
+        check_model(self.model)
+        check_agent_options(
+            system=self.system,
+            limits=self.limits,
+            hooks=self.hooks,
+            approver=self.approver,
+            settings=self.settings,
+            store=self.store,
+            session_id=self.session_id,
+            rerun_interrupted=self.rerun_interrupted,
+        )
+        _check_tools(self.tools)
+        if self.output_type is not None:
+            object.__setattr__(self, "output", OutputSpec.for_type(self.output_type))
 
 
 class Agent:
@@ -85,27 +104,25 @@ class Agent:
         options = _Options(
             model=model,
             system=system,
-            tools=tuple(as_tool(t) for t in tools),
-            limits=limits or Limits(),
+            tools=tool_list(tools),
+            limits=limits if limits is not None else Limits(),
             output_type=output_type,
-            hooks=hooks or Hooks(),
+            hooks=hooks if hooks is not None else Hooks(),
             approver=approve,
             allowed_tools=frozenset(allowed_tools) if allowed_tools is not None else None,
             denied_tools=frozenset(denied_tools),
-            settings=settings or ModelSettings(),
+            settings=settings if settings is not None else ModelSettings(),
             context=context,
             rerun_interrupted=rerun_interrupted,
             store=store,
             session_id=session_id,
         )
-        _check_tools(options.tools)
         self._options = options
         self._config: RunConfig | None = None
 
     @classmethod
     def _from(cls, options: _Options) -> Agent:
         agent = cls.__new__(cls)
-        _check_tools(options.tools)
         agent._options = options
         agent._config = None
         return agent
@@ -125,11 +142,12 @@ class Agent:
 
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
         """A copy with these tools added."""
-        return self._copy(tools=self._options.tools + tuple(as_tool(t) for t in tools))
+        return self._copy(tools=self._options.tools + tool_list(tools, "with_tools(*tools)"))
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
-        return self._copy(limits=replace(limits or self._options.limits, **changes))
+        base = limits if limits is not None else self._options.limits
+        return self._copy(limits=replace(base, **changes) if changes else base)
 
     def with_output_type(self, output_type: Any) -> Agent:
         """A copy whose final answer is validated against ``output_type``."""
@@ -137,7 +155,8 @@ class Agent:
 
     def with_hooks(self, hooks: Hooks | None = None, **changes: Any) -> Agent:
         """A copy with other hooks, or some hooks of the current ones replaced."""
-        return self._copy(hooks=replace(hooks or self._options.hooks, **changes))
+        base = hooks if hooks is not None else self._options.hooks
+        return self._copy(hooks=replace(base, **changes) if changes else base)
 
     def with_approver(self, approve: Approver | None) -> Agent:
         """A copy whose approval-requiring calls are decided by ``approve``."""
@@ -145,7 +164,8 @@ class Agent:
 
     def with_settings(self, settings: ModelSettings | None = None, **changes: Any) -> Agent:
         """A copy with other model settings (temperature, max_tokens...)."""
-        return self._copy(settings=replace(settings or self._options.settings, **changes))
+        base = settings if settings is not None else self._options.settings
+        return self._copy(settings=replace(base, **changes) if changes else base)
 
     def with_context(self, context: ContextShaper | None) -> Agent:
         """A copy that shapes each request with ``context`` (pruning, summaries)."""
@@ -194,6 +214,7 @@ class Agent:
         journal: Journal | None = None,
         session_id: str | None = None,
     ) -> Run:
+        history, approvals = check_run_arguments(prompt, history, approvals, cancel, approve, session_id)
         config = self._resolved()
         if approve is not None:
             config = replace(config, approver=approve)
@@ -207,9 +228,14 @@ class Agent:
                 config = replace(config, context=ContextPolicy())
         elif self._options.store is not None:
             raise ConfigurationError("an agent with a store needs a session id: session_id= or agent.with_session(id)")
+        elif prompt is None and not history:
+            raise ArgumentValueError(
+                "prompt is None and there is no conversation to continue; pass the user's message, "
+                "or history= / session_id= to continue an earlier conversation"
+            )
         return Run(
             config,
-            history=tuple(history) if history is not None and not isinstance(history, Sequence) else history or (),
+            history=history or (),
             prompt=prompt,
             approvals=approvals,
             token=cancel,
@@ -362,7 +388,7 @@ def _resolve(options: _Options) -> RunConfig:
         denied=denied,
         limits=options.limits,
         settings=settings,
-        output=OutputSpec.for_type(options.output_type) if options.output_type is not None else None,
+        output=options.output,
         hooks=options.hooks,
         approver=options.approver,
         context=options.context,

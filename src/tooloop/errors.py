@@ -5,6 +5,9 @@
     ToolloopError                      base of everything tooloop raises
     ├── UserError                      the developer must fix the code or configuration
     │   ├── ConfigurationError         unknown model string, bad setting, missing API key
+    │   │   ├── ArgumentTypeError      a value of the wrong type (also a ``TypeError``)
+    │   │   └── ArgumentValueError     a value out of range or malformed (also a ``ValueError``)
+    │   ├── ModelContractError         a custom ``Model`` returned something the seam forbids
     │   └── ApprovalMismatchError      a decision does not match the call it claims to approve
     ├── RunError                       the run could not finish; carries ``transcript`` and ``usage``
     │   ├── RunTimeoutError            ``Limits.timeout`` elapsed
@@ -30,6 +33,10 @@
         ├── ConflictError              another writer changed the session first
         └── CorruptDataError           stored data cannot be read (names session and position)
 
+Values given to tooloop are checked where they are given (``Agent(...)``, ``Limits(...)``,
+``@tool``, the arguments of ``run()``): a wrong one raises :class:`ArgumentTypeError` or
+:class:`ArgumentValueError` there, naming the parameter and how to fix it.
+
 Every error raised out of a run carries ``transcript`` (everything up to the last complete step,
 valid to send to any provider), ``usage``, and ``partial_text`` when a streamed answer was cut
 off, so nothing the user paid for is lost.
@@ -45,6 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalMismatchError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
@@ -52,6 +61,7 @@ __all__ = [
     "ContextBudgetError",
     "ContextLengthError",
     "CorruptDataError",
+    "ModelContractError",
     "ModelResponseError",
     "OutputValidationError",
     "ProviderConnectionError",
@@ -93,6 +103,19 @@ class UserError(ToolloopError):
 
 class ConfigurationError(UserError):
     """A setting is wrong or missing: unknown model string, missing API key, invalid option."""
+
+
+class ArgumentTypeError(ConfigurationError, TypeError):
+    """A value given to tooloop has the wrong type; the message names the parameter and the fix."""
+
+
+class ArgumentValueError(ConfigurationError, ValueError):
+    """A value given to tooloop is out of range or malformed; the message names the parameter and the fix."""
+
+
+class ModelContractError(UserError, TypeError):
+    """A :class:`~tooloop.models.Model` broke its contract, e.g. ``respond`` did not return a
+    ``ModelResponse``, or a ``ToolCall`` has arguments that are neither a dict nor JSON text."""
 
 
 class ApprovalMismatchError(UserError):

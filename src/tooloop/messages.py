@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
+from decimal import Decimal
 from typing import Any, ClassVar, Literal, TypeAlias
 
 __all__ = [
@@ -50,6 +51,8 @@ class StopReason(enum.StrEnum):
     """The run stopped because tool calls wait for a person's decision."""
     TOKEN_BUDGET = "token_budget"
     """``Limits.max_total_tokens`` was reached."""
+    COST_LIMIT = "cost_limit"
+    """The next request would take the run's cost over ``Limits.max_cost``."""
     STOPPED_BY_HOOK = "stopped_by_hook"
     """A hook returned ``LoopControl.stop()`` without a more specific reason."""
     PAUSE_TURN = "pause_turn"
@@ -70,12 +73,18 @@ _ACP = {
     StopReason.REFUSAL: "refusal",
     StopReason.CANCELLED: "cancelled",
     StopReason.TOKEN_BUDGET: "max_tokens",
+    StopReason.COST_LIMIT: "max_tokens",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens and counts, summed over requests with ``+``."""
+    """Tokens, counts and cost, summed over requests with ``+``.
+
+    ``input_tokens`` includes cached input (``cache_read_tokens``, ``cache_write_tokens``) and
+    ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US dollars, None
+    when the price is unknown; a sum is None as soon as one of its requests has no price.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -84,6 +93,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cost: Decimal | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -101,7 +111,19 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            _add_cost(self, other),
         )
+
+
+def _add_cost(a: Usage, b: Usage) -> Decimal | None:
+    """The sum's cost: a side without requests adds nothing; a request without a price makes it unknown."""
+    if a.cost is not None and b.cost is not None:
+        return a.cost + b.cost
+    if a.cost is None and not a.requests:
+        return b.cost
+    if b.cost is None and not b.requests:
+        return a.cost
+    return None
 
 
 @dataclass(frozen=True, slots=True)

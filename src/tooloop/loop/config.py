@@ -13,6 +13,7 @@ from ..transcript import Transcript
 from .approval import Approver
 from .control import Hooks
 from .limits import Limits
+from .observe import Tracer
 from .output import OutputSpec
 from .record import Journal
 from .shaping import ContextShaper
@@ -36,6 +37,8 @@ class RunConfig:
     context: ContextShaper | None = None
     rerun_interrupted: bool = True
     """On resume, run again calls that started but have no result (False: mark them failed)."""
+    tracer: Tracer | None = None
+    """Traces this agent's runs (None: the default set by ``tooloop.telemetry.instrument()``)."""
 
 
 class SessionSource(Protocol):

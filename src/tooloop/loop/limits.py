@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
+from .._checks import describe, require, require_count, require_seconds
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..messages import StopReason, Usage
 
-__all__ = ["Limits", "budget_spent", "limit_reached"]
+__all__ = ["Limits", "budget_spent", "cost_reached", "limit_reached"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,29 +34,66 @@ class Limits:
     """Longer tool results are cut, with a visible marker saying how much was removed."""
     output_retries: int = 2
     """How many times the model is asked again when its final answer fails ``output_type``."""
+    max_cost: Decimal | float | str | None = None
+    """US dollars over the run. Before each request the loop estimates its cost as that of the
+    previous request (a conversation only grows, so the next request costs at least about as
+    much) and stops with ``COST_LIMIT`` when the total would go over. The model's price must be
+    known (see ``tooloop.models.prices``); otherwise the run fails before its first request."""
     final_answer_on_limit: bool = False
     """When ``max_turns`` or the token budget is reached, make one last request without tools so
     the user gets an answer instead of a bare stop."""
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
-        if self.max_tool_calls_per_turn < 1:
-            raise ValueError("max_tool_calls_per_turn must be at least 1")
-        if self.output_retries < 0:
-            raise ValueError("output_retries cannot be negative")
+        require_count(self.max_turns, "Limits(max_turns=...)", 1)
+        require_count(self.max_tool_calls_per_turn, "Limits(max_tool_calls_per_turn=...)", 1)
+        require_count(self.max_total_tokens, "Limits(max_total_tokens=...)", 1, optional=True)
+        require_count(self.max_tool_result_chars, "Limits(max_tool_result_chars=...)", 0, optional=True)
+        require_count(self.output_retries, "Limits(output_retries=...)", 0)
+        require_seconds(self.timeout, "Limits(timeout=...)")
+        require_seconds(self.tool_timeout, "Limits(tool_timeout=...)")
+        require(self.final_answer_on_limit, bool, "Limits(final_answer_on_limit=...)", "pass True or False")
+        if self.max_cost is not None:
+            object.__setattr__(self, "max_cost", _dollars(self.max_cost))
 
 
-def limit_reached(limits: Limits, iteration: int, usage: Usage) -> StopReason | None:
-    """The limit that forbids another model request after ``iteration`` requests, if any."""
+def limit_reached(limits: Limits, iteration: int, usage: Usage, next_cost: Decimal | None = None) -> StopReason | None:
+    """The limit that forbids another model request after ``iteration`` requests, if any.
+
+    ``next_cost`` is the estimated cost of that request (the previous request's cost).
+    """
     if iteration >= limits.max_turns:
         return StopReason.MAX_TURN_REQUESTS
     if budget_spent(limits, usage):
         return StopReason.TOKEN_BUDGET
+    if limits.max_cost is not None and cost_reached(limits, usage, next_cost):
+        return StopReason.COST_LIMIT
     return None
+
+
+def cost_reached(limits: Limits, usage: Usage, next_cost: Decimal | None) -> bool:
+    """True when the run's cost plus the next request's estimate would go over ``max_cost``."""
+    if limits.max_cost is None:
+        return False
+    spent = usage.cost or Decimal(0)
+    return spent + (next_cost or Decimal(0)) > Decimal(limits.max_cost)
 
 
 def budget_spent(limits: Limits, usage: Usage) -> bool:
     """True once ``usage`` reached the token budget."""
     budget = limits.max_total_tokens
     return budget is not None and usage.total_tokens >= budget
+
+
+def _dollars(value: object) -> Decimal:
+    """``Limits(max_cost=...)`` as a ``Decimal``: a finite, non-negative number of US dollars."""
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
+        raise ArgumentTypeError(f"Limits(max_cost=...) got {describe(value)}; pass US dollars as a number, or None")
+    try:
+        cost = value if isinstance(value, Decimal) else Decimal(str(value))
+    except ArithmeticError:
+        cost = Decimal("NaN")
+    if not cost.is_finite() or cost < 0:
+        raise ArgumentValueError(
+            f"Limits(max_cost=...) is {value!r}; max_cost must be a non-negative number of dollars"
+        )
+    return cost

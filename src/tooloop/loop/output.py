@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import describe
+from .._typeddict import portable_type
+from ..errors import ArgumentTypeError
 from ..models.base import OutputSchema
 
 __all__ = ["OutputSpec"]
@@ -26,11 +29,20 @@ class OutputSpec:
 
     @classmethod
     def for_type(cls, output_type: Any) -> OutputSpec:
-        """Build the schema and validator for a pydantic model, dataclass, TypedDict or type."""
-        from pydantic import TypeAdapter
+        """Build the schema and validator for a pydantic model, dataclass, TypedDict or type.
 
-        adapter = TypeAdapter(output_type)
-        schema = adapter.json_schema()
+        Raises :class:`~tooloop.errors.ArgumentTypeError` when pydantic cannot describe the type.
+        """
+        from pydantic import PydanticUserError, TypeAdapter
+
+        try:
+            adapter = TypeAdapter(portable_type(output_type))
+            schema = adapter.json_schema()
+        except (PydanticUserError, TypeError, ValueError, NameError, RecursionError) as exc:
+            raise ArgumentTypeError(
+                f"output_type got {describe(output_type)}, which cannot be described as a JSON schema "
+                f"({_first_line(exc)}); pass a pydantic model, a dataclass, a TypedDict or a type such as list[str]"
+            ) from exc
         name = getattr(output_type, "__name__", None) or "output"
         wrapped = schema.get("type") != "object"
         if wrapped:
@@ -65,6 +77,11 @@ class OutputSpec:
             f"Your final answer could not be used: {problem}. Reply again with only a JSON value matching "
             f"this schema, and nothing else:\n{json.dumps(self.schema.schema)}"
         )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].split(". ")[0].rstrip(".") if text else type(exc).__name__
 
 
 def _strip_fence(text: str) -> str:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
-from ..errors import ContextLengthError
+from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -33,13 +34,16 @@ from ..messages import (
     UserMessage,
 )
 from ..models.base import ModelRequest, ToolChoice
+from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
+from .contract import respond
 from .control import StepContext, call_hook
 from .limits import budget_spent, limit_reached
+from .observe import RunFacts, Watch, default_tracer, provider_of
 from .record import EventSink, Journal, Recorder
 from .repair import interrupted, repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
@@ -97,6 +101,9 @@ class Run:
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
         self._tool_defs = tuple(t.definition for t in config.tools.values())
+        self.provider = provider_of(config.model)
+        self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
+        self.watch: Watch | None = None
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -128,20 +135,46 @@ class Run:
 
     async def messages(self) -> AsyncGenerator[Message, None]:
         """Advance the run, yielding each message as it is appended."""
-        if self._session is None:
-            async for message in self._advance():
-                yield message
-            return
+        watch = self.watch = Watch.start(self._facts, self.config.tracer or default_tracer(), self.provider)
         try:
-            history, self.record.journal = await self._session.open()
+            if self._session is None:
+                async for message in self._advance():
+                    yield message
+            else:
+                async for message in self._in_session(self._session):
+                    yield message
+        except BaseException as exc:
+            if watch is not None:
+                abandoned = isinstance(exc, GeneratorExit)
+                watch.finished(None, self.record.usage, None if abandoned else exc, self.record.transcript)
+            raise
+        if watch is not None:
+            watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
+
+    async def _in_session(self, session: SessionSource) -> AsyncGenerator[Message, None]:
+        try:
+            history, self.record.journal = await session.open()
             self._set_history(history)
             async for message in self._advance():
                 yield message
         finally:
-            await self._session.close(self.record.usage, getattr(self.model, "name", None), self.record.transcript)
+            await session.close(self.record.usage, getattr(self.model, "name", None), self.record.transcript)
+
+    def _facts(self) -> RunFacts:
+        config = self.config
+        return RunFacts(
+            run_id=self.run_id,
+            model=str(getattr(self.model, "name", "")),
+            provider=self.provider,
+            session_id=self.session_id,
+            tools=tuple(config.tools),
+            system=config.system,
+        )
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
         self.steps.start_clock()
+        if self.config.limits.max_cost is not None:
+            self._check_priced()
         if self.token.cancelled and self._prompt is not None:
             # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
             self.record.append([UserMessage(self._prompt)])
@@ -198,15 +231,25 @@ class Run:
                 return
         if self._prompt is not None:
             await self.record.add(UserMessage(self._prompt))
+        elif not transcript:
+            raise ArgumentValueError(_NOTHING_TO_CONTINUE.format(session=self.session_id))
         elif not calls and (not transcript or isinstance(transcript[-1], AssistantMessage | SystemMessage)):
             self._stop(StopReason.END_TURN)
 
+    def _check_priced(self) -> None:
+        name = getattr(self.model, "name", None)
+        if cost_of(Usage(), self.provider, name) is None:
+            raise ConfigurationError(
+                f"Limits.max_cost is set but the price of {self.provider!r} model {name!r} is unknown, "
+                "so the limit cannot be kept; remove max_cost or use a model with a known price"
+            )
+
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = limit_reached(self.config.limits, self.iteration, self.record.usage)
+        reason = limit_reached(self.config.limits, self.iteration, self.record.usage, self._last_cost)
         if reason is not None:
             self._stop(reason)
-            if self.config.limits.final_answer_on_limit:
+            if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
                 await self._final_answer()
             return
         response = await self._request_model("auto")
@@ -227,14 +270,28 @@ class Run:
         )
         record.emit(ModelRequestStarted(self.iteration))
         handler = self._model_event if record.on_event is not None else None
-        try:
-            response = await self.model.respond(request, handler)
-        except ContextLengthError as exc:
-            response = await self._request_smaller(request, handler, exc)
+        if self.watch is None:
+            response = await self._respond(request, handler)
+        else:
+            with self.watch.request(self.iteration, request) as seen:
+                response = await self._respond(request, handler)
+                seen.finished(response, response.usage.cost)
         self.steps.forget_partial()
         self._response = response
+        self._last_cost = response.usage.cost
         record.count_request(response.usage)
         record.emit(ModelRequestFinished(self.iteration, response, record.usage))
+        return response
+
+    async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
+        try:
+            response = await respond(self.model, request, handler)
+        except ContextLengthError as exc:
+            response = await self._request_smaller(request, handler, exc)
+        usage = response.usage
+        if usage.cost is None and self.provider in PRICED_PROVIDERS:
+            response = replace(response, usage=priced(usage, self.provider, response.model or self.model.name))
         return response
 
     async def _request_smaller(
@@ -243,10 +300,12 @@ class Run:
         smaller = await self.shaper.smaller(self.record.transcript, request.messages)
         if smaller is None:
             raise overflow
+        if self.watch is not None:
+            self.watch.retrying(self.iteration, f"context too long ({overflow}); sending {len(smaller)} messages")
         self.steps.forget_partial()
         request = self._request = replace(request, messages=smaller)
         try:
-            return await self.model.respond(request, handler)
+            return await respond(self.model, request, handler)
         except ContextLengthError as again:
             raise again from overflow
 
@@ -324,6 +383,7 @@ class Run:
             request_stop=self._ask_to_stop,
             stop_requested=self._asked_to_stop,
             step_context=self.step_context,
+            watch=self.watch,
         )
         return self._batch_view
 
@@ -374,6 +434,11 @@ class Run:
         self._stop(reason)
         if reason is StopReason.TOKEN_BUDGET and self.config.limits.final_answer_on_limit:
             await self._final_answer()
+
+
+_NOTHING_TO_CONTINUE = (
+    "prompt is None and session {session!r} holds no conversation to continue; pass the user's message"
+)
 
 
 def _as_call(slot: Slot) -> ToolCall:

@@ -22,6 +22,7 @@ from .approval import Approver
 from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .limits import Limits
+from .observe import Watch
 from .repair import unique_id
 from .result import ApprovalDecision
 
@@ -61,6 +62,8 @@ class BatchContext:
     stop_requested: Callable[[], StopReason | None]
     step_context: Callable[[Slot], StepContext]
     """The snapshot tool hooks receive about this call."""
+    watch: Watch | None = None
+    """Logs and traces each call, when anything listens."""
 
 
 @dataclass(slots=True)
@@ -243,8 +246,19 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()
+    if batch.watch is None:
+        await _invoke(slot, tool, context, timeout, batch)
+        return
+    with batch.watch.tool(template) as seen:
+        await _invoke(slot, tool, context, timeout, batch)
+        assert slot.outcome is not None
+        seen.finished(slot.outcome)
+
+
+async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float | None, batch: BatchContext) -> None:
+    assert slot.kwargs is not None
     try:
-        result = await invoke(tool, dict(slot.kwargs), context, timeout)
+        result = await invoke(tool, dict(slot.kwargs), context, seconds)
     except Exception as exc:
         slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
     else:

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ArgumentValueError, ConfigurationError
 from .base import Model, ModelSettings
 
 __all__ = [
     "ModelConfig",
     "ProviderFactory",
+    "check_model_string",
     "get_model",
     "model_config",
     "register_model_config",
@@ -149,7 +150,10 @@ def model_config(config_id: str) -> ModelConfig:
         return _CONFIGS[config_id]
     except KeyError:
         known = ", ".join(sorted(_CONFIGS)) or "none registered"
-        raise ConfigurationError(f"no model configuration named {config_id!r} ({known})") from None
+        raise ArgumentValueError(
+            f"no model configuration named {config_id!r} (registered: {known}); "
+            "register it first with register_model_config(ModelConfig(id=...))"
+        ) from None
 
 
 def get_model(
@@ -177,17 +181,7 @@ def get_model(
             settings=merged,
             **{**config.options, **options},
         )
-    provider_name, sep, model_name = spec.partition(":")
-    if not sep or not provider_name or not model_name:
-        raise ConfigurationError(
-            f"model string {spec!r} must look like 'provider:model', e.g. 'openai:gpt-4.1'; "
-            f"known providers: {', '.join(sorted(_PROVIDERS))}"
-        )
-    provider = _PROVIDERS.get(provider_name)
-    if provider is None:
-        raise ConfigurationError(
-            f"unknown provider {provider_name!r} in {spec!r}; known providers: {', '.join(sorted(_PROVIDERS))}"
-        )
+    provider_name, provider, model_name = _parse(spec)
     settings, options = _split_settings(settings, options)
     defaults = dict(provider.defaults)
     if defaults.pop("requires_base_url", False) and base_url is None:
@@ -201,6 +195,37 @@ def get_model(
         settings=settings,
         **{**defaults, **options},
     )
+
+
+def check_model_string(spec: str) -> None:
+    """Raise :class:`~tooloop.errors.ArgumentValueError` unless ``spec`` names a registered provider
+    (or a registered configuration, for ``"@id"``). Imports no provider SDK."""
+    if spec.startswith("@"):
+        model_config(spec[1:])
+    else:
+        _parse(spec)
+
+
+def _parse(spec: str) -> tuple[str, _Provider, str]:
+    provider_name, sep, model_name = spec.partition(":")
+    known = ", ".join(sorted(_PROVIDERS))
+    if not sep or not provider_name or not model_name:
+        raise ArgumentValueError(
+            f"model string {spec!r} must look like 'provider:model', e.g. 'openai:gpt-4.1'; known providers: {known}"
+        )
+    provider = _PROVIDERS.get(provider_name)
+    if provider is None:
+        raise ArgumentValueError(
+            f"unknown provider {provider_name!r} in {spec!r}{_did_you_mean(provider_name)}; known providers: {known}"
+        )
+    return provider_name, provider, model_name
+
+
+def _did_you_mean(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, _PROVIDERS, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _SETTING_NAMES = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "parallel_tool_calls", "stream"})

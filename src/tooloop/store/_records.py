@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from ..errors import CorruptDataError
@@ -31,6 +32,7 @@ __all__ = [
     "plan_rows",
     "to_datetime",
     "usage_from_json",
+    "usage_to_dict",
     "usage_to_json",
 ]
 
@@ -156,9 +158,16 @@ def _decode(session_id: str, seq: int, fmt: int, data: str) -> Message:
         raise CorruptDataError(f"session {session_id!r}: message at seq={seq} cannot be read: {exc!r}") from exc
 
 
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    """Usage as a JSON-compatible dict (the cost as a decimal string, so no cent is rounded away)."""
+    data: dict[str, Any] = {f.name: getattr(usage, f.name) for f in fields(usage)}
+    data["cost"] = None if usage.cost is None else str(usage.cost)
+    return data
+
+
 def usage_to_json(usage: Usage) -> str:
     """Usage as compact JSON text."""
-    return json.dumps({f.name: getattr(usage, f.name) for f in fields(usage)}, separators=(",", ":"))
+    return json.dumps(usage_to_dict(usage), separators=(",", ":"))
 
 
 def usage_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> Usage:
@@ -167,9 +176,13 @@ def usage_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> Us
         return Usage()
     try:
         data = json.loads(text) if isinstance(text, str) else text
-        known = {f.name for f in fields(Usage)}
-        return Usage(**{k: int(v) for k, v in data.items() if k in known})
-    except (ValueError, TypeError, AttributeError) as exc:
+        known = {f.name for f in fields(Usage)} - {"cost"}
+        cost = data.get("cost")
+        return Usage(
+            **{k: int(v) for k, v in data.items() if k in known},
+            cost=None if cost is None else Decimal(str(cost)),
+        )
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         raise CorruptDataError(f"session {session_id!r}: usage cannot be read: {exc!r}") from exc
 
 
@@ -198,6 +211,7 @@ def metadata_changes(**fields: Any) -> dict[str, Any]:
         if value is UNSET:
             continue
         if name == "usage":
+            changes["cost"] = None if value.cost is None else str(value.cost)
             value = usage_to_json(value)
         elif name == "metadata":
             value = json.dumps(dict(value), ensure_ascii=False)

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 from ..errors import CorruptDataError
-from ..messages import Usage
 from ..transcript import Transcript, message_from_dict
-from ._records import Record, encode, metadata_from_json, usage_from_json
+from ._records import Record, encode, metadata_from_json, usage_from_json, usage_to_dict
 from .base import SessionInfo
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "build_export", "parse_export"]
@@ -46,7 +44,7 @@ def build_export(info: SessionInfo, transcript: Transcript) -> dict[str, Any]:
             "model": info.model,
             "created_at": info.created_at.isoformat() if info.created_at else None,
             "updated_at": info.updated_at.isoformat() if info.updated_at else None,
-            "usage": {f.name: getattr(info.usage, f.name) for f in fields(Usage)},
+            "usage": usage_to_dict(info.usage),
             "metadata": dict(info.metadata),
         },
         "message_count": len(messages),

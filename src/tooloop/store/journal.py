@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 
@@ -12,6 +13,8 @@ from ..transcript import Transcript
 from .base import Store
 
 __all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "default_store_url"]
+
+_log = logging.getLogger("tooloop.store")
 
 DEFAULT_STORE_URL = "sqlite:///tooloop-sessions.db"
 """Where sessions go when a run names a session but the agent has no store."""
@@ -43,6 +46,8 @@ class SessionJournal:
             )
             try:
                 self.version = await asyncio.shield(write)
+                if _log.isEnabledFor(logging.DEBUG):
+                    _log.debug("session %s: wrote %d messages (v%d)", self.session_id, len(messages), self.version)
             except asyncio.CancelledError:
                 # A write already on its way still commits; know its version before the run, now
                 # cancelled, writes its last messages.

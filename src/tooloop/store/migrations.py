@@ -62,6 +62,11 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "WHERE tool_call_id IS NOT NULL",
         ),
     ),
+    Migration(
+        3,
+        "each session's total cost in US dollars, beside its usage, for queries over sessions",
+        ("ALTER TABLE tooloop_sessions ADD COLUMN cost TEXT",),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -100,6 +105,11 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX tooloop_messages_call ON tooloop_messages (session_id, tool_call_id, seq) "
             "WHERE tool_call_id IS NOT NULL",
         ),
+    ),
+    Migration(
+        3,
+        "each session's total cost in US dollars, beside its usage, for queries over sessions",
+        ("ALTER TABLE tooloop_sessions ADD COLUMN cost NUMERIC",),
     ),
 )
 

@@ -46,6 +46,7 @@ __all__ = ["PostgresStore"]
 
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 _SESSION_COLUMNS = "id, title, model, created_at, updated_at, version, message_count, usage, metadata"
+_INSERT_SESSION_COLUMNS = _SESSION_COLUMNS + ", cost"
 _MIGRATION_LOCK = 0x746F6F6C6F6F70  # "tooloop": one process migrates at a time
 _INSERT_ROW = "INSERT INTO tooloop_messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
 
@@ -286,7 +287,7 @@ async def _latest(conn: _Conn, session_id: str, call_ids: set[str]) -> dict[str,
 async def _create(conn: _Conn, info: SessionInfo, records: Sequence[Record], formats: Sequence[int]) -> None:
     now = time.time()
     cursor = await conn.execute(
-        f"INSERT INTO tooloop_sessions ({_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (id) DO NOTHING",
         (
             info.id,
@@ -298,6 +299,7 @@ async def _create(conn: _Conn, info: SessionInfo, records: Sequence[Record], for
             len(records),
             usage_to_json(info.usage),
             json.dumps(dict(info.metadata), ensure_ascii=False),
+            None if info.usage.cost is None else str(info.usage.cost),
         ),
     )
     if cursor.rowcount == 0:

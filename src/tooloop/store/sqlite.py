@@ -40,6 +40,7 @@ __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
 _SESSION_COLUMNS = "id, title, model, created_at, updated_at, version, message_count, usage, metadata"
+_INSERT_SESSION_COLUMNS = _SESSION_COLUMNS + ", cost"
 
 
 class SQLiteStore(BaseStore):
@@ -316,7 +317,7 @@ def _create(
     updated = info.updated_at.timestamp() if info.updated_at else now
     try:
         conn.execute(
-            f"INSERT INTO tooloop_sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 info.id,
                 info.title,
@@ -327,6 +328,7 @@ def _create(
                 len(records),
                 usage_to_json(info.usage),
                 json.dumps(dict(info.metadata), ensure_ascii=False),
+                None if info.usage.cost is None else str(info.usage.cost),
             ),
         )
     except sqlite3.IntegrityError as exc:

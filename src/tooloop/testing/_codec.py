@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import fields
+from decimal import Decimal
 from typing import Any
 
 from .._json import to_jsonable
@@ -111,7 +112,7 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
         "text": response.text,
         "tool_calls": [_call_to_dict(call) for call in response.tool_calls],
         "stop_reason": response.stop_reason.value,
-        "usage": {f.name: getattr(response.usage, f.name) for f in fields(Usage)},
+        "usage": _usage_to_dict(response.usage),
     }
     if response.thinking:
         data["thinking"] = [thinking_to_dict(part) for part in response.thinking]
@@ -122,6 +123,19 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
     if response.provider_data:
         data["provider_data"] = scrub(to_jsonable(response.provider_data))
     return data
+
+
+def _usage_to_dict(usage: Usage) -> dict[str, Any]:
+    data = {f.name: getattr(usage, f.name) for f in fields(Usage) if f.name != "cost"}
+    if usage.cost is not None:
+        data["cost"] = str(usage.cost)
+    return data
+
+
+def _usage_from_dict(data: Mapping[str, Any]) -> Usage:
+    cost = data.get("cost")
+    counts = {k: v for k, v in data.items() if k != "cost"}
+    return Usage(**counts, cost=None if cost is None else Decimal(str(cost)))
 
 
 def _call_to_dict(call: ToolCall) -> dict[str, Any]:
@@ -147,7 +161,7 @@ def response_from_dict(data: Mapping[str, Any]) -> ModelResponse:
         str(data.get("text", "")),
         calls,
         StopReason(data["stop_reason"]) if "stop_reason" in data else None,  # type: ignore[arg-type]
-        Usage(**data.get("usage", {})),
+        _usage_from_dict(data.get("usage", {})),
         thinking=tuple(thinking_from_dict(part) for part in data.get("thinking", ())),
         refusal=data.get("refusal"),
         model=data.get("model"),

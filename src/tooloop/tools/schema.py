@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 
-from ..errors import ConfigurationError
+from .._typeddict import portable_type
+from ..errors import ArgumentTypeError, ConfigurationError
 
 __all__ = ["FunctionSchema", "function_schema"]
 
@@ -46,11 +47,29 @@ def function_schema(fn: Callable[..., Any], context_type: type, *, name: str) ->
         if annotation is context_type:
             context_param = param.name
             continue
-        fields[param.name] = _field(param, annotation, doc.params.get(param.name))
-    model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-    schema = _clean(model.model_json_schema())
+        fields[param.name] = _field(param, portable_type(annotation), doc.params.get(param.name))
+    try:
+        model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+        schema = _clean(model.model_json_schema())
+    except (PydanticUserError, TypeError, ValueError, NameError, RecursionError) as exc:
+        raise _undescribable(name, fields, exc) from exc
     schema.setdefault("properties", {})
     return FunctionSchema(doc.description, schema, model, context_param)
+
+
+def _undescribable(name: str, fields: Mapping[str, tuple[Any, Any]], exc: Exception) -> ArgumentTypeError:
+    """The error naming the first parameter whose type pydantic cannot turn into a JSON schema."""
+    for param, (annotation, _) in fields.items():
+        try:
+            TypeAdapter(annotation).json_schema()
+        except Exception:  # the culprit: any failure to describe it
+            return ArgumentTypeError(
+                f"parameter {param!r} of tool {name!r} has type {annotation!r}, which cannot be described as a JSON "
+                "schema; annotate it with a JSON-friendly type (str, int, list[str], a pydantic model, a dataclass, "
+                "a TypedDict...)"
+            )
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ArgumentTypeError(f"the parameters of tool {name!r} cannot be described as a JSON schema: {first}")
 
 
 def _field(param: inspect.Parameter, annotation: Any, doc_text: str | None) -> tuple[Any, Any]:

@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import re
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from ..errors import ConfigurationError, ToolArgumentsError
+from .._checks import describe, require, require_count, require_seconds, require_text
+from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolArgumentsError
 from ..models.base import ToolDefinition
 
 if TYPE_CHECKING:
@@ -21,7 +23,22 @@ if TYPE_CHECKING:
 
     from ..loop.cancel import CancelToken
 
-__all__ = ["Tool", "ToolContext", "as_tool", "tool"]
+__all__ = ["Tool", "ToolContext", "as_tool", "check_tool_name", "tool"]
+
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def check_tool_name(name: object) -> None:
+    """Raise :class:`ArgumentValueError` unless every provider accepts ``name`` as a tool name:
+    1 to 64 letters, digits, ``_`` or ``-`` (the rule OpenAI, Anthropic and Gemini share)."""
+    require(name, str, "tool name", "pass name= as a string")
+    assert isinstance(name, str)
+    if not _NAME.fullmatch(name):
+        raise ArgumentValueError(
+            f"tool name {name[:80]!r} ({len(name)} characters) is not accepted by model providers: use 1 to 64 "
+            "letters, digits, "
+            "'_' or '-' (pass name= to tool() to choose another)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +92,17 @@ class Tool:
     _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        check_tool_name(self.name)
+        where = f"tool {self.name!r}"
+        require_text(self.description, f"description of {where}")
+        if not callable(self.function):
+            raise ArgumentTypeError(f"function of {where} got {describe(self.function)}; pass a function")
+        require_seconds(self.timeout, f"timeout of {where}")
+        require_count(self.max_concurrency, f"max_concurrency of {where}", 1, optional=True)
+        for flag in ("requires_approval", "sequential"):
+            require(getattr(self, flag), bool, f"{flag} of {where}", "pass True or False")
 
     @property
     def definition(self) -> ToolDefinition:
@@ -140,6 +168,27 @@ def _sync_tool_executor() -> ThreadPoolExecutor:
         return _EXECUTOR
 
 
+def _check_callable_shape(fn: Callable[..., Any], name: str) -> None:
+    """Refuse functions whose calls could never work as a tool."""
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise ArgumentTypeError(
+            f"tool {name!r} is a generator function; a tool call has one result: return a value "
+            "(e.g. collect the items into a list) instead of yielding"
+        )
+    parameters = list(inspect.signature(fn).parameters.values())
+    for param in parameters:
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ArgumentTypeError(
+                f"parameter {param.name!r} of tool {name!r} is positional-only; tools are called with keyword "
+                "arguments: remove the '/' from its signature"
+            )
+    if parameters and parameters[0].name in ("self", "cls") and not inspect.ismethod(fn):
+        raise ArgumentTypeError(
+            f"tool {name!r} takes {parameters[0].name!r}: @tool on a method would ask the model for it. Make the "
+            f"tool from the bound method instead, e.g. tools=[tool(instance.{name})]"
+        )
+
+
 def _validation_message(name: str, exc: Any) -> str:
     problems = []
     for error in exc.errors(include_url=False):
@@ -162,14 +211,14 @@ def _build(
     from .schema import function_schema
 
     if not callable(fn):
-        raise ConfigurationError(f"a tool must be callable, got {fn!r}")
+        raise ArgumentTypeError(f"a tool must be a function or a Tool, got {describe(fn)}")
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name or tool_name == "<lambda>":
         raise ConfigurationError("this callable has no usable name: pass name= to tool()")
+    check_tool_name(tool_name)
     target = fn.func if isinstance(fn, functools.partial) else fn
-    schema = function_schema(fn if not isinstance(fn, functools.partial) else target, ToolContext, name=tool_name)
-    if max_concurrency is not None and max_concurrency < 1:
-        raise ConfigurationError(f"max_concurrency of tool {tool_name!r} must be at least 1")
+    _check_callable_shape(target, tool_name)
+    schema = function_schema(target, ToolContext, name=tool_name)
     return Tool(
         name=tool_name,
         description=description if description is not None else schema.description,

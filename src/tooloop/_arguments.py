@@ -1,0 +1,145 @@
+"""Checks of what is given to an ``Agent`` and to its front doors, made where it is given.
+
+Every check raises :class:`~tooloop.errors.ArgumentTypeError` or
+:class:`~tooloop.errors.ArgumentValueError` naming the parameter and the fix, so a mistake shows
+up on the line that made it instead of deep inside a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._checks import describe, require, require_text
+from .errors import ArgumentTypeError, ArgumentValueError
+from .loop.cancel import CancelToken
+from .loop.control import Hooks
+from .loop.limits import Limits
+from .loop.result import ApprovalDecision
+from .messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
+from .models.base import Model, ModelSettings
+from .store.base import Store
+from .tools.tool import Tool, as_tool
+
+__all__ = ["check_agent_options", "check_model", "check_run_arguments", "tool_list"]
+
+Approvals = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolCallMessage)
+
+
+def check_model(model: Any) -> None:
+    """A model string naming a registered provider, or a :class:`Model`; no SDK is imported."""
+    if isinstance(model, str):
+        from .models.registry import check_model_string
+
+        check_model_string(model)
+        return
+    if not isinstance(model, Model):
+        raise ArgumentTypeError(
+            f"model got {describe(model)}; pass a model string such as 'openai:gpt-4.1' or an object with "
+            "a 'name' and an async 'respond(request, on_event)' method (see tooloop.Model)"
+        )
+
+
+def tool_list(tools: Any, param: str = "tools") -> tuple[Tool, ...]:
+    """The tools of ``tools=[...]``: a list (or other iterable) of tools or functions."""
+    if isinstance(tools, str | bytes | Mapping | Tool) or callable(tools) or not isinstance(tools, Iterable):
+        raise ArgumentTypeError(f"{param} got {describe(tools)}; pass a list of tools or functions, e.g. {param}=[add]")
+    return tuple(as_tool(t) for t in tools)
+
+
+def check_agent_options(
+    *,
+    system: Any,
+    limits: Any,
+    hooks: Any,
+    approver: Any,
+    settings: Any,
+    store: Any,
+    session_id: Any,
+    rerun_interrupted: Any,
+) -> None:
+    """The agent's settings other than the model, the tools and the output type."""
+    require_text(system, "system", optional=True)
+    require(limits, Limits, "limits", "pass Limits(...), e.g. limits=Limits(max_turns=10)")
+    require(hooks, Hooks, "hooks", "pass Hooks(...), e.g. hooks=Hooks(before_tool_call=check)")
+    _callable_or_none(approver, "approve", "pass a function taking an ApprovalRequest and returning True/False")
+    require(settings, ModelSettings, "settings", "pass ModelSettings(...), e.g. settings=ModelSettings(temperature=0)")
+    if store is not None and not isinstance(store, str | Store):
+        raise ArgumentTypeError(f"store got {describe(store)}; pass a store URL such as 'sqlite:///chat.db' or a Store")
+    check_session_id(session_id)
+    require(rerun_interrupted, bool, "rerun_interrupted", "pass True or False")
+
+
+def check_session_id(session_id: Any) -> None:
+    """None, or a non-empty string."""
+    if session_id is None:
+        return
+    require(session_id, str, "session_id", "pass the session's id as a string")
+    if not session_id.strip():
+        raise ArgumentValueError("session_id is an empty string; pass a non-empty id, or None for no stored session")
+
+
+def check_run_arguments(
+    prompt: Any,
+    history: Any,
+    approvals: Any,
+    cancel: Any,
+    approve: Any,
+    session_id: Any,
+) -> tuple[tuple[Message, ...] | None, Approvals]:
+    """The arguments of ``run()``, ``conversation()`` and ``stream()``; returns the history and the
+    approvals, read once (either may be a one-shot iterator)."""
+    if prompt is not None:
+        require(prompt, str, "prompt", "pass the user's message as a string, or None to continue the history")
+        if not prompt.strip():
+            raise ArgumentValueError("prompt is an empty string; pass the user's message, or None to continue")
+    if cancel is not None:
+        require(cancel, CancelToken, "cancel", "pass a tooloop.CancelToken() and call token.cancel() to stop the run")
+    _callable_or_none(approve, "approve", "pass a function taking an ApprovalRequest and returning True/False")
+    check_session_id(session_id)
+    return (None if history is None else _history(history)), _approvals(approvals)
+
+
+def _callable_or_none(value: Any, param: str, fix: str) -> None:
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(f"{param} got {describe(value)}; {fix}")
+
+
+def _history(history: Any) -> tuple[Message, ...]:
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Iterable):
+        raise ArgumentTypeError(
+            f"history got {describe(history)}; pass the messages of an earlier run, e.g. history=result.transcript"
+        )
+    messages = tuple(history)
+    for position, message in enumerate(messages):
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise ArgumentTypeError(f"history[{position}] got {describe(message)}; {_message_fix(message)}")
+    return messages
+
+
+def _message_fix(value: Any) -> str:
+    if isinstance(value, Mapping) and "role" in value:
+        return (
+            "history holds tooloop messages, not provider dicts: build UserMessage(text), "
+            "AssistantMessage(text), SystemMessage(text), or read a saved transcript with Transcript.from_json"
+        )
+    return "each item must be a UserMessage, AssistantMessage, SystemMessage or ToolCallMessage"
+
+
+def _approvals(approvals: Any) -> Approvals:
+    if isinstance(approvals, Mapping):
+        decisions: Approvals = dict(approvals)
+        values: Iterable[Any] = decisions.values()  # type: ignore[union-attr]
+    elif isinstance(approvals, str | bytes) or not isinstance(approvals, Iterable):
+        raise ArgumentTypeError(f"approvals got {describe(approvals)}; {_APPROVALS_FIX}")
+    else:
+        decisions = values = tuple(approvals)
+    for decision in values:
+        if not isinstance(decision, ApprovalDecision):
+            raise ArgumentTypeError(f"approvals holds {describe(decision)}; {_APPROVALS_FIX}")
+    return decisions
+
+
+_APPROVALS_FIX = "pass the decisions made on result.pending_approvals, e.g. approvals=[request.approve()]"

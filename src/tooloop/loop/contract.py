@@ -1,0 +1,49 @@
+"""The ``Model`` seam's contract, checked on every response so a broken custom model is named."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+
+from ..errors import ModelContractError
+from ..events import EventHandler
+from ..messages import ModelResponse, ToolCall
+from ..models.base import Model, ModelRequest
+
+__all__ = ["respond"]
+
+_CONTRACT = "Model.respond(request, on_event) must be async and return a tooloop.ModelResponse"
+
+
+async def respond(model: Model, request: ModelRequest, on_event: EventHandler | None) -> ModelResponse:
+    """``model.respond(request, on_event)``, raising :class:`ModelContractError` when the answer
+    breaks the contract (not awaitable, not a ``ModelResponse``, a malformed ``ToolCall``)."""
+    pending = model.respond(request, on_event)
+    if not inspect.isawaitable(pending):
+        raise ModelContractError(f"{_name(model)}.respond returned {pending!r}, not an awaitable: {_CONTRACT}")
+    response = await pending
+    if not isinstance(response, ModelResponse):
+        raise ModelContractError(f"{_name(model)}.respond returned {response!r}: {_CONTRACT}")
+    for call in response.tool_calls:
+        _check_call(model, call)
+    return response
+
+
+def _check_call(model: Model, call: object) -> None:
+    if not isinstance(call, ToolCall):
+        raise ModelContractError(
+            f"{_name(model)} returned a tool call {call!r}; ModelResponse.tool_calls holds ToolCall values"
+        )
+    if not isinstance(call.arguments, Mapping | str):
+        raise ModelContractError(
+            f"{_name(model)} returned ToolCall {call.name!r} with arguments={call.arguments!r}; "
+            "ToolCall.arguments must be a dict or the JSON text of an object"
+        )
+    if not isinstance(call.id, str) or not isinstance(call.name, str):
+        raise ModelContractError(
+            f"{_name(model)} returned ToolCall(id={call.id!r}, name={call.name!r}); the id and the name must be strings"
+        )
+
+
+def _name(model: Model) -> str:
+    return type(model).__name__

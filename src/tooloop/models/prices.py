@@ -1,0 +1,76 @@
+"""What a model request cost, in US dollars, from the ``genai-prices`` database.
+
+``genai-prices`` ships its price table inside the package, so prices work offline; it is loaded
+on the first request to a provider it knows (about a second, once per process) and a model it
+does not know costs ``None``. Local servers (Ollama, vLLM, llama.cpp, any ``openai-compatible``
+base URL) and the test models have no price: their cost is ``None``.
+
+Tokens are priced as the providers bill them: cached input tokens at the cache-read price, cache
+writes at the cache-write price, the rest of the input at the input price, and output tokens
+(reasoning included) at the output price, or the reasoning price where a model has one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from ..messages import Usage
+
+__all__ = ["PRICED_PROVIDERS", "cost_of", "priced"]
+
+PRICED_PROVIDERS = {
+    "openai": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "google": "google",
+    "gemini": "google",
+    "groq": "groq",
+    "openrouter": "openrouter",
+}
+"""tooloop provider name -> ``genai-prices`` provider id."""
+
+_log = logging.getLogger("tooloop.models.prices")
+_lock = threading.Lock()
+_unknown: set[tuple[str, str]] = set()
+
+
+def cost_of(usage: Usage, provider: str, model: str | None) -> Decimal | None:
+    """What ``usage`` of ``model`` at ``provider`` cost in USD, or None when the price is unknown."""
+    provider_id = PRICED_PROVIDERS.get(provider)
+    if provider_id is None or not model or (provider_id, model) in _unknown:
+        return None
+    try:
+        return _calculate(usage, provider_id, model)
+    except LookupError:
+        _log.debug("no price for %s model %r", provider_id, model)
+    except Exception as exc:  # a price table that cannot price this usage must not fail the run
+        _log.warning("cannot price %s model %r: %r", provider_id, model, exc)
+    _unknown.add((provider_id, model))
+    return None
+
+
+def priced(usage: Usage, provider: str, model: str | None) -> Usage:
+    """``usage`` with its ``cost`` filled in (unchanged when it has one or the price is unknown)."""
+    if usage.cost is not None:
+        return usage
+    cost = cost_of(usage, provider, model)
+    return usage if cost is None else replace(usage, cost=cost)
+
+
+def _calculate(usage: Usage, provider_id: str, model: str) -> Decimal:
+    with _lock:  # the first call loads the table; loading it twice at once helps nobody
+        from genai_prices import Usage as PriceUsage
+        from genai_prices import calc_price
+    counts: dict[str, Any] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    if usage.cache_read_tokens:
+        counts["cache_read_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        counts["cache_write_tokens"] = usage.cache_write_tokens
+    if usage.reasoning_tokens:
+        counts["output_reasoning_tokens"] = usage.reasoning_tokens
+    total: Decimal = calc_price(PriceUsage(**counts), model, provider_id=provider_id).total_price
+    return total
