@@ -49,6 +49,8 @@ def usage_text(usage: Usage) -> str:
         parts[0] += f", {usage.reasoning_tokens:,} reasoning"
     parts.append(f"{usage.requests} request{'s' if usage.requests != 1 else ''}")
     parts.append(f"{usage.tool_calls} tool call{'s' if usage.tool_calls != 1 else ''}")
+    if usage.cost is not None:
+        parts.append(f"${usage.cost:.6f}".rstrip("0").rstrip(".") if usage.cost else "$0")
     return " · ".join(parts)
 
 

@@ -40,14 +40,15 @@ def test_sessions_list_and_json(two_sessions: Cli) -> None:
 def test_sessions_show_renders_the_conversation(two_sessions: Cli) -> None:
     shown = two_sessions("sessions", "show", "s-math")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[1:] == [
+    lines = shown.stdout.splitlines()
+    assert lines[1:-1] == [
         "user: Add 2 and 40",
         '  tool add({"a": 2, "b": 40})',
         "    -> 42",
         "assistant: The answer is 42.",
         "stop: end_turn",
-        "usage: 50 tokens in, 15 out · 2 requests · 1 tool call",
     ]
+    assert lines[-1].startswith("usage: 50 tokens in, 15 out · 2 requests · 1 tool call")
     data = json.loads(two_sessions("sessions", "show", "s-math", "--json").stdout)
     assert [m["kind"] for m in data["messages"]] == ["user", "tool_call", "assistant"]
 

@@ -113,6 +113,7 @@ def test_json_shape(cli: Cli, wire: WireServer) -> None:
             "error_type": None,
         }
     ]
+    assert isinstance(result["usage"].pop("cost"), str)  # an exact decimal, in US dollars
     assert result["usage"] == {
         "input_tokens": 50,
         "output_tokens": 15,

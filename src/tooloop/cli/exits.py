@@ -30,7 +30,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     """The command was given wrong options or the configuration is missing (a model, a key)."""
     LIMIT = 3
-    """A limit stopped the run (turns, tokens, wall time) or a hook stopped it."""
+    """A limit stopped the run (turns, tokens, cost, wall time) or a hook stopped it."""
     APPROVAL = 4
     """Tool calls wait for a decision that nobody was there to give."""
     REFUSED = 5
@@ -45,6 +45,7 @@ _STOP_CODES = {
     StopReason.MAX_TURN_REQUESTS: ExitCode.LIMIT,
     StopReason.TOKEN_BUDGET: ExitCode.LIMIT,
     StopReason.STOPPED_BY_HOOK: ExitCode.LIMIT,
+    StopReason.COST_LIMIT: ExitCode.LIMIT,
     StopReason.APPROVAL_REQUIRED: ExitCode.APPROVAL,
     StopReason.REFUSAL: ExitCode.REFUSED,
     StopReason.CANCELLED: ExitCode.CANCELLED,
