@@ -107,17 +107,32 @@ def test_tools_shows_what_the_model_sees(cli: Cli) -> None:
     assert bad.returncode == 2 and "cannot import 'no_such_module'" in bad.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [(), ("run",), ("chat",), ("models",), ("tools",), ("sessions",)]
-    + [("sessions", c) for c in ("list", "show", "search", "export", "import", "fork", "delete")],
-)
-def test_help_everywhere_with_examples(bare_cli: Cli, command: tuple[str, ...]) -> None:
-    done = bare_cli(*command, "--help")
-    assert done.returncode == 0, done.stderr
-    assert "Usage: tooloop" in done.stdout
-    if command and command != ("sessions",):
-        assert "Examples" in done.stdout
+HELP_COMMANDS = [(), ("run",), ("chat",), ("models",), ("tools",), ("sessions",)] + [
+    ("sessions", c) for c in ("list", "show", "search", "export", "import", "fork", "delete")
+]
+
+
+def test_help_everywhere_with_examples() -> None:
+    # In-process (the same application object the console script runs): thirteen interpreters
+    # would only measure start-up time.
+    from typer.testing import CliRunner
+
+    from tooloop.cli.app import _register_commands, app
+
+    _register_commands()
+    runner = CliRunner()
+    for command in HELP_COMMANDS:
+        done = runner.invoke(app, [*command, "--help"], prog_name="tooloop")
+        assert done.exit_code == 0, (command, done.output)
+        assert "Usage: tooloop" in done.output
+        if command and command != ("sessions",):
+            assert "Examples" in done.output, command
+
+
+def test_help_of_the_installed_command(bare_cli: Cli) -> None:
+    done = bare_cli("--help")
+    assert done.returncode == 0
+    assert "Exit codes: 0 answered" in done.stdout
 
 
 def test_unknown_option_is_a_usage_error(bare_cli: Cli) -> None:
