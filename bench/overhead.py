@@ -8,6 +8,7 @@ parsing and validating arguments, running tools, recording the transcript, event
     python bench/overhead.py --quick              # fewer repetitions
     python bench/overhead.py --profile run        # cProfile of run() at K=4, T=3 (or conversation, stream)
     python bench/overhead.py --only turns,history,imports
+    python bench/overhead.py --trace              # the same with OpenTelemetry tracing every run
 
 Sections:
   turns     CPU and wall µs per model turn for run(), conversation(), stream() and a minimal
@@ -245,14 +246,35 @@ def profile(door: str, k: int, t: int, n: int) -> None:
     stats.sort_stats("tottime").print_stats(30)
 
 
+def trace_everything() -> None:
+    """Every run makes its spans on a real SDK tracer provider, which exports them nowhere."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Drop()))
+    from tooloop.telemetry import instrument
+
+    instrument(tracer_provider=provider)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="turns,history,imports")
     ap.add_argument("--profile", choices=["run", "conversation", "stream", "bare"])
     ap.add_argument("-k", type=int, default=4)
+    ap.add_argument(
+        "--trace", action="store_true", help="trace every run with OpenTelemetry (SDK provider, spans dropped)"
+    )
     args = ap.parse_args()
     reps, n = (5, 50) if args.quick else (15, 200)
+    if args.trace:
+        trace_everything()
     if args.profile:
         profile(args.profile, args.k, 3, 2000)
         return

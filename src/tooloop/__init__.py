@@ -56,6 +56,7 @@ from .loop.control import Hooks, LoopControl, StepContext
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
 from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
+from .loop.syncstream import SyncEventStream
 from .messages import (
     AssistantMessage,
     Message,
@@ -129,6 +130,7 @@ __all__ = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextDelta",
     "ThinkingDelta",

@@ -18,6 +18,7 @@ from .loop.limits import Limits
 from .loop.result import ApprovalDecision
 from .messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
 from .models.base import Model, ModelSettings
+from .models.registry import check_model_string
 from .store.base import Store
 from .tools.tool import Tool, as_tool
 
@@ -31,8 +32,6 @@ _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolCallMessage)
 def check_model(model: Any) -> None:
     """A model string naming a registered provider, or a :class:`Model`; no SDK is imported."""
     if isinstance(model, str):
-        from .models.registry import check_model_string
-
         check_model_string(model)
         return
     if not isinstance(model, Model):
@@ -42,10 +41,10 @@ def check_model(model: Any) -> None:
         )
 
 
-def tool_list(tools: Any, param: str = "tools") -> tuple[Tool, ...]:
+def tool_list(tools: Any) -> tuple[Tool, ...]:
     """The tools of ``tools=[...]``: a list (or other iterable) of tools or functions."""
     if isinstance(tools, str | bytes | Mapping | Tool) or callable(tools) or not isinstance(tools, Iterable):
-        raise ArgumentTypeError(f"{param} got {describe(tools)}; pass a list of tools or functions, e.g. {param}=[add]")
+        raise ArgumentTypeError(f"tools got {describe(tools)}; pass a list of tools or functions, e.g. tools=[add]")
     return tuple(as_tool(t) for t in tools)
 
 
@@ -56,6 +55,7 @@ def check_agent_options(
     hooks: Any,
     approver: Any,
     settings: Any,
+    context: Any,
     store: Any,
     session_id: Any,
     rerun_interrupted: Any,
@@ -66,6 +66,11 @@ def check_agent_options(
     require(hooks, Hooks, "hooks", "pass Hooks(...), e.g. hooks=Hooks(before_tool_call=check)")
     _callable_or_none(approver, "approve", "pass a function taking an ApprovalRequest and returning True/False")
     require(settings, ModelSettings, "settings", "pass ModelSettings(...), e.g. settings=ModelSettings(temperature=0)")
+    if context is not None and not callable(getattr(context, "prepare", None)):
+        raise ArgumentTypeError(
+            f"context got {describe(context)}; pass a context policy such as tooloop.ContextPolicy(), "
+            "or any object with an async prepare(messages, *, model, overflow) method"
+        )
     if store is not None and not isinstance(store, str | Store):
         raise ArgumentTypeError(f"store got {describe(store)}; pass a store URL such as 'sqlite:///chat.db' or a Store")
     check_session_id(session_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 import json
@@ -20,6 +21,8 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_text(bytes(value))
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json")
@@ -36,6 +39,8 @@ def render(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_text(bytes(value))
     if type(value) is int:
         return str(value)
     if isinstance(value, bool | int | float):
@@ -44,6 +49,29 @@ def render(value: Any) -> str:
     if callable(dump_json):
         return str(dump_json())
     return json.dumps(to_jsonable(value), ensure_ascii=False)
+
+
+def bytes_text(data: bytes) -> str:
+    """Bytes as a model can read them: the text when they are UTF-8, else base64 with a note saying so."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"[binary data, {len(data)} bytes, base64-encoded] {base64.b64encode(data).decode('ascii')}"
+
+
+def error_text(error: BaseException) -> str:
+    """``"TypeName: message"`` for an error, even one whose ``str()`` itself raises."""
+    name = getattr(error, "type_name", None)
+    name = name if isinstance(name, str) else type(error).__name__
+    return f"{name}: {error_message(error)}"
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)``, or a note saying why it could not be read when ``str()`` raises."""
+    try:
+        return str(error)
+    except Exception as exc:  # a broken __str__ must not take the run down with it
+        return f"(the error's message could not be read: its __str__ raised {type(exc).__name__})"
 
 
 def truncate(text: str, limit: int | None) -> str:

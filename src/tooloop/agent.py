@@ -8,19 +8,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._arguments import check_agent_options, check_model, check_run_arguments, tool_list
+from ._checks import describe
 from .context.policy import ContextPolicy
-from .errors import ArgumentValueError, ConfigurationError, ToolloopError
+from .errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolloopError
 from .loop.approval import Approver
 from .loop.cancel import CancelToken
 from .loop.config import RunConfig
 from .loop.control import Hooks
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
+from .loop.observe import Tracer
 from .loop.output import OutputSpec
 from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
 from .loop.shaping import ContextShaper
+from .loop.syncstream import SyncEventStream
 from .messages import Message, StopReason, Usage
 from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
@@ -49,6 +52,7 @@ class _Options:
     rerun_interrupted: bool = True
     store: Store | str | None = None
     session_id: str | None = None
+    tracer: Tracer | None = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -60,11 +64,16 @@ class _Options:
             hooks=self.hooks,
             approver=self.approver,
             settings=self.settings,
+            context=self.context,
             store=self.store,
             session_id=self.session_id,
             rerun_interrupted=self.rerun_interrupted,
         )
         _check_tools(self.tools)
+        if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
+            raise ArgumentTypeError(
+                f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
+            )
         if self.output_type is not None:
             object.__setattr__(self, "output", OutputSpec.for_type(self.output_type))
 
@@ -100,6 +109,7 @@ class Agent:
         rerun_interrupted: bool = True,
         store: Store | str | None = None,
         session_id: str | None = None,
+        tracer: Tracer | None = None,
     ):
         options = _Options(
             model=model,
@@ -116,6 +126,7 @@ class Agent:
             rerun_interrupted=rerun_interrupted,
             store=store,
             session_id=session_id,
+            tracer=tracer,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -142,7 +153,7 @@ class Agent:
 
     def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
         """A copy with these tools added."""
-        return self._copy(tools=self._options.tools + tool_list(tools, "with_tools(*tools)"))
+        return self._copy(tools=self._options.tools + tool_list(tools))
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
@@ -330,6 +341,23 @@ class Agent:
         """An async iterator of fine-grained events, ending with ``RunFinished``."""
         return EventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
 
+    def stream_sync(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Iterable[Message] | None = None,
+        approvals: Approvals = (),
+        approve: Approver | None = None,
+        cancel: CancelToken | None = None,
+        session_id: str | None = None,
+    ) -> SyncEventStream:
+        """:meth:`stream` for code without an event loop: ``for event in agent.stream_sync(...)``.
+
+        The run goes on in a worker thread with its own event loop, so this works in scripts and
+        in notebooks alike; ``.stream_text()`` yields only the answer's text.
+        """
+        return SyncEventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
+
     async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
         """Run follow-up prompts in sequence, each continuing the last (seed 002's ``runMultiTurn``).
 
@@ -393,4 +421,5 @@ def _resolve(options: _Options) -> RunConfig:
         approver=options.approver,
         context=options.context,
         rerun_interrupted=options.rerun_interrupted,
+        tracer=options.tracer,
     )

@@ -10,10 +10,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
 __all__ = [
     "AssistantMessage",
+    "FrozenDict",
+    "FrozenList",
     "Message",
     "ModelResponse",
     "StopReason",
@@ -25,6 +27,128 @@ __all__ = [
     "Usage",
     "UserMessage",
 ]
+
+
+def _refuse(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError("a recorded value cannot change; work on a copy, e.g. dict(arguments) or list(items)")
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that cannot change, and hashes when its values do: how messages keep mappings.
+
+    It compares equal to a plain dict with the same items and serialises like one; ``dict(d)``
+    gives a mutable copy.
+    """
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        _refuse()
+
+    def __delitem__(self, key: str) -> NoReturn:
+        _refuse()
+
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def setdefault(self, *args: Any) -> NoReturn:
+        _refuse()
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+    def pop(self, *args: Any) -> NoReturn:
+        _refuse()
+
+    def popitem(self) -> NoReturn:
+        _refuse()
+
+    def clear(self) -> NoReturn:
+        _refuse()
+
+
+class FrozenList(list[Any]):
+    """A list that cannot change, and hashes when its items do; equal to a list with the same items."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (list(self),))
+
+    def __setitem__(self, index: Any, value: Any) -> NoReturn:
+        _refuse()
+
+    def __delitem__(self, index: SupportsIndex | slice) -> NoReturn:
+        _refuse()
+
+    def __iadd__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def __imul__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        _refuse()
+
+    def append(self, item: Any) -> NoReturn:
+        _refuse()
+
+    def extend(self, items: Any) -> NoReturn:
+        _refuse()
+
+    def insert(self, index: Any, item: Any) -> NoReturn:
+        _refuse()
+
+    def pop(self, index: Any = -1) -> NoReturn:
+        _refuse()
+
+    def remove(self, item: Any) -> NoReturn:
+        _refuse()
+
+    def clear(self) -> NoReturn:
+        _refuse()
+
+    def sort(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+    def reverse(self) -> NoReturn:
+        _refuse()
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every plain dict, list and set in it (deeply) made immutable; other values as they are."""
+    kind = type(value)
+    if kind is dict:
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if kind is list:
+        return FrozenList([freeze(item) for item in value])
+    if kind is tuple:
+        return tuple(freeze(item) for item in value)
+    if kind is set:
+        return frozenset(value)
+    return value
+
+
+def frozen_mapping(value: Mapping[str, Any]) -> FrozenDict:
+    """``value`` as a deeply immutable :class:`FrozenDict` (itself when it already is one)."""
+    if type(value) is FrozenDict:
+        return value
+    return FrozenDict({key: freeze(item) for key, item in value.items()})
+
+
+def thaw(value: Any) -> Any:
+    """A mutable deep copy of a value :func:`freeze` made (plain dicts and lists again)."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [thaw(item) for item in value]
+    return value
 
 
 class StopReason(enum.StrEnum):
@@ -191,6 +315,10 @@ class AssistantMessage:
     provider_data: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[Literal["assistant"]] = "assistant"
 
+    def __post_init__(self) -> None:
+        if type(self.provider_data) is not FrozenDict:
+            object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallMessage:
@@ -208,7 +336,8 @@ class ToolCallMessage:
     tool_name: str
     tool_call_id: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
-    result: Any = None
+    result: Any = field(default=None, hash=False)
+    """The tool's return value; plain dicts, lists and sets are kept as frozen copies."""
     error: BaseException | None = field(default=None, compare=False)
     message: str = ""
     status: ToolCallStatus = ToolCallStatus.OK
@@ -221,6 +350,14 @@ class ToolCallMessage:
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
 
     def __post_init__(self) -> None:
+        # Recorded values never change: a tool that mutates its arguments, or a provider payload
+        # edited later, cannot rewrite what the transcript says happened.
+        if type(self.arguments) is not FrozenDict:
+            object.__setattr__(self, "arguments", frozen_mapping(self.arguments))
+        if type(self.provider_data) is not FrozenDict:
+            object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
+        if type(self.result) in _CONTAINERS:
+            object.__setattr__(self, "result", freeze(self.result))
         if self.error is not None and self.error_type is None:
             object.__setattr__(self, "error_type", _error_type_name(self.error))
         if not self.batch_id:
@@ -240,6 +377,9 @@ class ToolCallMessage:
         if self.is_error:
             return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.status.upper()}: {self.content}"
         return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.content}"
+
+
+_CONTAINERS = (dict, list, set)
 
 
 def _error_type_name(error: BaseException) -> str:

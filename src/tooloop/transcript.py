@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ._json import to_jsonable
+from ._json import error_message, to_jsonable
 from .errors import CorruptDataError, RestoredToolError
 from .messages import (
     AssistantMessage,
@@ -219,7 +219,7 @@ class Transcript(Sequence[Message]):
         if isinstance(data, str | bytes):
             try:
                 data = json.loads(data)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:  # also bytes that are not UTF-8, nesting too deep
                 raise CorruptDataError(f"transcript JSON is not valid: {exc}") from exc
         if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
             raise CorruptDataError("transcript JSON must be an object with a 'messages' list")
@@ -228,13 +228,19 @@ class Transcript(Sequence[Message]):
             raise CorruptDataError(
                 f"transcript schema version {version!r} is newer than this tooloop reads ({SCHEMA_VERSION})"
             )
-        messages = []
+        messages: list[Message] = []
         for position, item in enumerate(data["messages"]):
             try:
                 messages.append(message_from_dict(item))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CorruptDataError(f"message {position} of the transcript cannot be read: {exc!r}") from exc
+            except _UNREADABLE as exc:
+                error = CorruptDataError(f"message {position} of the transcript cannot be read: {exc!r}")
+                error.transcript = cls(messages)  # the messages before it are kept
+                raise error from exc
         return cls(messages)
+
+
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
+"""What reading a malformed message dict raises (wrapped into :class:`CorruptDataError`)."""
 
 
 def thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
@@ -251,11 +257,16 @@ def thinking_to_dict(part: ThinkingPart) -> dict[str, Any]:
 
 def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
     """Read :func:`thinking_to_dict`'s form."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"a thinking part must be an object, got {data!r}")
+    redacted = data.get("redacted", False)
+    if not isinstance(redacted, bool):
+        raise TypeError(f"field 'redacted' must be true or false, got {redacted!r}")
     return ThinkingPart(
         text=_text(data, "text"),
-        signature=data.get("signature"),
-        redacted=bool(data.get("redacted", False)),
-        provider=data.get("provider"),
+        signature=_optional_text(data, "signature"),
+        redacted=redacted,
+        provider=_optional_text(data, "provider"),
     )
 
 
@@ -300,7 +311,7 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
     if message.error is not None or message.error_type is not None:
         data["error"] = {
             "type": message.error_type,
-            "message": str(message.error) if message.error is not None else message.content,
+            "message": error_message(message.error) if message.error is not None else message.content,
         }
     if message.message:
         data["message"] = message.message
@@ -321,8 +332,34 @@ def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
     return value
 
 
+def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"field {key!r} must be a string or absent, got {value!r}")
+    return value
+
+
+def _mapping(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise TypeError(f"field {key!r} must be an object, got {value!r}")
+    return dict(value)
+
+
+def _thinking(data: Mapping[str, Any]) -> tuple[ThinkingPart, ...]:
+    value = data.get("thinking", ())
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"field 'thinking' must be a list, got {value!r}")
+    return tuple(thinking_from_dict(t) for t in value)
+
+
 def message_from_dict(data: Mapping[str, Any]) -> Message:
-    """Read one message written by :func:`message_to_dict`."""
+    """Read one message written by :func:`message_to_dict`.
+
+    Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or has the wrong type.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError(f"a message must be an object, got {data!r}")
     kind = data["kind"]
     if kind == "system":
         return SystemMessage(_text(data, "text"))
@@ -331,35 +368,40 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if kind == "assistant":
         return AssistantMessage(
             _text(data, "text", ""),
-            thinking=tuple(thinking_from_dict(t) for t in data.get("thinking", ())),
-            refusal=data.get("refusal"),
+            thinking=_thinking(data),
+            refusal=_optional_text(data, "refusal"),
             stop_reason=StopReason(data.get("stop_reason", StopReason.END_TURN)),
-            model=data.get("model"),
-            provider_data=dict(data.get("provider_data", {})),
+            model=_optional_text(data, "model"),
+            provider_data=_mapping(data, "provider_data"),
         )
     if kind == "tool_call":
-        error_data = data.get("error")
-        error = None
-        error_type = None
-        if error_data is not None:
-            error_type = str(error_data["type"])
-            error = RestoredToolError(error_type, str(error_data.get("message", "")))
-        arguments = data.get("arguments", {})
-        if not isinstance(arguments, Mapping):
-            raise TypeError("tool call arguments must be an object")
-        return ToolCallMessage(
-            tool_name=_text(data, "tool_name"),
-            tool_call_id=_text(data, "tool_call_id"),
-            arguments=dict(arguments),
-            result=data.get("result"),
-            error=error,
-            error_type=error_type,
-            message=_text(data, "message", ""),
-            status=ToolCallStatus(data.get("status", ToolCallStatus.OK)),
-            content=_text(data, "content", ""),
-            batch_id=_text(data, "batch_id", ""),
-            raw_arguments=data.get("raw_arguments"),
-            thinking=tuple(thinking_from_dict(t) for t in data.get("thinking", ())),
-            provider_data=dict(data.get("provider_data", {})),
-        )
+        return _tool_call_from_dict(data)
     raise ValueError(f"unknown message kind {kind!r}")
+
+
+def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
+    error, error_type = _error_from(data.get("error"))
+    return ToolCallMessage(
+        tool_name=_text(data, "tool_name"),
+        tool_call_id=_text(data, "tool_call_id"),
+        arguments=_mapping(data, "arguments"),
+        result=data.get("result"),
+        error=error,
+        error_type=error_type,
+        message=_text(data, "message", ""),
+        status=ToolCallStatus(data.get("status", ToolCallStatus.OK)),
+        content=_text(data, "content", ""),
+        batch_id=_text(data, "batch_id", ""),
+        raw_arguments=_optional_text(data, "raw_arguments"),
+        thinking=_thinking(data),
+        provider_data=_mapping(data, "provider_data"),
+    )
+
+
+def _error_from(value: Any) -> tuple[RestoredToolError | None, str | None]:
+    if value is None:
+        return None, None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"field 'error' must be an object, got {value!r}")
+    error_type = _text(value, "type")
+    return RestoredToolError(error_type, _text(value, "message", "")), error_type

@@ -8,6 +8,7 @@ import sys
 import threading
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("settings=dict", _agent(settings={"temperature": 0}), ArgumentTypeError, "settings got dict"),
     ("system=5", _agent(system=5), ArgumentTypeError, "system got int"),
     ("store=5", _agent(store=5), ArgumentTypeError, "store got int"),
+    ("context='recent'", _agent(context="recent"), ArgumentTypeError, "context got str"),
     ("session_id='' on the agent", _agent(session_id=""), ArgumentValueError, "session_id is an empty string"),
     ("output_type=12345", _agent(output_type=12345), ArgumentTypeError, "output_type got int 12345"),
     ("Limits(max_turns='5')", lambda: Limits(max_turns="5"), ArgumentTypeError, "max_turns"),  # type: ignore[arg-type]
@@ -111,6 +113,14 @@ def test_bad_input_raises_a_tooloop_error_naming_the_parameter(
         call()
     assert isinstance(caught.value, ConfigurationError)
     assert needle in str(caught.value)
+
+
+def test_continuing_a_stored_session_that_holds_nothing_names_the_session(tmp_path: Path) -> None:
+    model = ScriptedModel(["never sent"])
+    agent = Agent(model, store=f"sqlite:///{tmp_path}/sessions.db")
+    with pytest.raises(ArgumentValueError, match="session 'empty' holds no conversation to continue"):
+        agent.run_sync(None, session_id="empty")
+    assert model.requests == []
 
 
 def test_argument_errors_are_also_the_builtin_type_and_value_errors() -> None:

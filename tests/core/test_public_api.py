@@ -61,6 +61,7 @@ PUBLIC = [
     "StopReason",
     "Store",
     "StoreError",
+    "SyncEventStream",
     "SystemMessage",
     "TextDelta",
     "ThinkingDelta",

@@ -344,7 +344,7 @@ async def test_history_mapping(wire: WireServer) -> None:
                     "type": "tool_result",
                     "tool_use_id": rewritten,
                     "is_error": True,
-                    "content": "arguments are not valid JSON",
+                    "content": "Error: arguments are not valid JSON",
                 },
                 {"type": "text", "text": "Also, be quick."},
             ],
@@ -556,7 +556,8 @@ def test_unknown_option_is_refused() -> None:
 
 def test_key_not_in_repr(wire: WireServer) -> None:
     model = make(wire)
-    assert KEY not in repr(model) and repr(model) == f"AnthropicModel({aw.MODEL!r})"
+    assert KEY not in repr(model)
+    assert repr(model) == f"AnthropicModel(name={aw.MODEL!r}, provider='anthropic', base_url={wire.url!r})"
     assert model.provider == "anthropic" and model.name == aw.MODEL
 
 

@@ -288,7 +288,7 @@ async def test_history_round_trip_sends_signatures_ids_and_results(wire: WireSer
         "role": "user",
         "parts": [
             {"functionResponse": {"id": "g1", "name": "get_weather", "response": {"result": "sunny"}}},
-            {"functionResponse": {"id": "g2", "name": "get_weather", "response": {"error": "boom"}}},
+            {"functionResponse": {"id": "g2", "name": "get_weather", "response": {"error": "Error: boom"}}},
         ],
     }
 

@@ -357,7 +357,7 @@ async def test_history_sends_reasoning_calls_and_outputs(wire: WireServer) -> No
         {"type": "function_call", "call_id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}'},
         {"type": "function_call", "call_id": mapped, "name": "get_weather", "arguments": "{bad json"},
         {"type": "function_call_output", "call_id": "call_a", "output": "sunny"},
-        {"type": "function_call_output", "call_id": mapped, "output": "invalid JSON arguments"},
+        {"type": "function_call_output", "call_id": mapped, "output": "Error: invalid JSON arguments"},
         {
             "type": "message",
             "role": "assistant",

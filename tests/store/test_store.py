@@ -264,14 +264,14 @@ async def test_corrupt_row_names_session_and_position_and_spares_others(store: B
     await store.append("good", CONVERSATION)
     await store.append("bad", CONVERSATION[:3])
     execute_raw(store_url, "UPDATE tooloop_messages SET data = ? WHERE session_id = ? AND seq = ?", ("{nope", "bad", 1))
-    with pytest.raises(CorruptDataError, match=r"session 'bad': message at seq=1 cannot be read"):
+    with pytest.raises(CorruptDataError, match=r"session 'bad': message 1 \(seq=1\) cannot be read"):
         await store.load("bad")
     assert await store.load("good") == Transcript(CONVERSATION)
     assert {s.id for s in await store.list_sessions()} == {"good", "bad"}
     execute_raw(store_url, "UPDATE tooloop_messages SET data = ? WHERE session_id = ? AND seq = ?",
                 ('{"kind": "user", "text": "ok"}', "bad", 1))  # fmt: skip
     execute_raw(store_url, "UPDATE tooloop_messages SET format = 7 WHERE session_id = ? AND seq = ?", ("bad", 2))
-    with pytest.raises(CorruptDataError, match=r"session 'bad': message at seq=2 uses format 7, newer"):
+    with pytest.raises(CorruptDataError, match=r"session 'bad': message 2 \(seq=2\) uses format 7, newer"):
         await store.load("bad")
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..errors import ApprovalMismatchError, ToolArgumentsError, ToolDeniedError
 from ..events import ApprovalRequested
 from ..messages import ToolCallMessage, ToolCallStatus
+from ..outcome import AWAITING
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ __all__ = ["AWAITING", "Approver", "check_decisions", "decide"]
 
 Approver: TypeAlias = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
 """Decides on a call that needs approval: True/False, or a decision (which may edit arguments)."""
-
-AWAITING = "Awaiting approval: this call has not run yet."
 
 
 async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: bool = False) -> list[ApprovalRequest]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
-from ..events import Event, RunFinished
+from ..events import Event, RunFinished, TextDelta
 from ..messages import Message
 from ..transcript import Transcript
 from .result import RunResult
@@ -31,6 +31,12 @@ class Conversation(AsyncIterator[Message]):
 
     def __aiter__(self) -> Conversation:
         return self
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            "a Conversation is asynchronous: use 'async for message in agent.conversation(...)', "
+            "or agent.run_sync(...) in code without an event loop"
+        )
 
     async def __anext__(self) -> Message:
         try:
@@ -114,6 +120,18 @@ class EventStream(AsyncIterator[Event]):
 
     def __aiter__(self) -> EventStream:
         return self
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            "an EventStream is asynchronous: use 'async for event in agent.stream(...)', "
+            "or 'for event in agent.stream_sync(...)' in code without an event loop"
+        )
+
+    async def stream_text(self) -> AsyncIterator[str]:
+        """Only the answer's text, piece by piece as it arrives (``print(piece, end="")``)."""
+        async for event in self:
+            if isinstance(event, TextDelta):
+                yield event.text
 
     async def __anext__(self) -> Event:
         if self._task is None:

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..messages import Message, ToolCallMessage, ToolCallStatus
+from ..outcome import INTERRUPTED
 
 __all__ = ["INTERRUPTED", "interrupted", "repair", "unfinished_tail", "unique_id"]
-
-INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
 
 
 def repair(messages: Sequence[Message], *, keep_tail: bool = True) -> tuple[list[Message], bool]:

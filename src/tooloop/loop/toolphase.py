@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._json import render, truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import Event, ToolCallFinished, ToolCallStarted
 from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
+from ..outcome import render_error, render_result
 from ..tools.execute import invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
@@ -78,17 +78,9 @@ class Slot:
     def finish(
         self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None, limit: int | None
     ) -> ToolCallMessage:
-        if error is not None:
-            content = f"{_error_name(error)}: {error}"
-        else:
-            content = truncate(render(result), limit)
+        content = render_result(result, limit) if error is None else render_error(error)
         self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
         return self.outcome
-
-
-def _error_name(error: BaseException) -> str:
-    name = getattr(error, "type_name", None)
-    return name if isinstance(name, str) else type(error).__name__
 
 
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:

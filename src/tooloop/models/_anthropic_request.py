@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
+from ..outcome import for_model
 from .base import ModelRequest, ModelSettings, OutputSchema
-from .portable import IdMapper, ToolBatch, own_thinking, turns
+from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["PROVIDER", "build_body"]
 
@@ -67,19 +68,32 @@ def convert_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, A
     used: dict[str, None] = {}
     ids = IdMapper("a-zA-Z0-9_-", 64, "toolu_")
     for item in turns(messages):
-        if isinstance(item, ToolBatch):
-            _add(out, "assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)])
-            _add(out, "assistant", [_tool_use(call, ids) for call in item.calls])
-            _add(out, "user", [_tool_result(call, ids) for call in item.calls])
-            used.update(dict.fromkeys(call.tool_name for call in item.calls))
-        elif isinstance(item, UserMessage):
-            _add(out, "user", _text(item.text))
-        elif isinstance(item, AssistantMessage):
-            _add(out, "assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])
-        elif isinstance(item, SystemMessage):
+        if isinstance(item, SystemMessage):
             if item.text.strip():
                 system.append(item.text)
+            continue
+        for role, blocks in _turn(item, ids):
+            _add(out, role, blocks)
+        if isinstance(item, ToolBatch):
+            used.update(dict.fromkeys(call.tool_name for call in item.calls))
     return "\n\n".join(system), out, list(used)
+
+
+def _turn(item: Turn, ids: IdMapper) -> list[tuple[str, list[Block]]]:
+    """The (role, blocks) a turn becomes; adjacent ones of a role are merged by :func:`_add`."""
+    if isinstance(item, ToolBatch):
+        return [
+            ("assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)]),
+            ("assistant", [_tool_use(call, ids) for call in item.calls]),
+            ("user", [_tool_result(call, ids) for call in item.calls]),
+        ]
+    if isinstance(item, UserMessage):
+        return [("user", _text(item.text))]
+    if isinstance(item, AssistantMessage):
+        return [("assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])]
+    if isinstance(item, SystemMessage):
+        return []  # gathered into the top-level ``system`` field by the caller
+    assert_never(item)
 
 
 def _add(out: list[dict[str, Any]], role: str, blocks: list[Block]) -> None:
@@ -113,12 +127,10 @@ def _tool_use(call: ToolCallMessage, ids: IdMapper) -> Block:
 
 
 def _tool_result(call: ToolCallMessage, ids: IdMapper) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": ids(call.tool_call_id), "is_error": call.is_error}
-    content = call.content
-    if not content.strip() and call.is_error:
-        content = f"The tool call ended with status {call.status.value}."
-    if content.strip():
-        block["content"] = content
+    outcome = for_model(call)
+    block: Block = {"type": "tool_result", "tool_use_id": ids(call.tool_call_id), "is_error": outcome.is_error}
+    if outcome.text.strip():
+        block["content"] = outcome.text
     return block
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
-from ._anthropic_errors import error_for
+from ._errors import provider_error
 
 __all__ = ["assemble", "parse_message", "read_stream"]
 
@@ -46,7 +46,14 @@ def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
     """The response for a plain (non-streamed) ``Message`` JSON object."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise ModelResponseError("Anthropic answered without a message content list", provider=_PROVIDER, body=data)
-    return assemble(data["content"], data.get("stop_reason"), data.get("usage") or {}, data.get("model"), output_tool)
+    return assemble(
+        data["content"],
+        data.get("stop_reason"),
+        data.get("usage") or {},
+        data.get("model"),
+        output_tool,
+        stop_details=data.get("stop_details"),
+    )
 
 
 def usage_from(usage: Mapping[str, Any]) -> Usage:
@@ -67,10 +74,15 @@ def assemble(
     usage: Mapping[str, Any],
     model: str | None,
     output_tool: str | None = None,
+    *,
+    stop_details: Mapping[str, Any] | None = None,
 ) -> ModelResponse:
     """Build the response from content blocks in the shape of a plain ``Message``.
 
-    A ``tool_use`` block's ``input`` may be a dict (plain) or the streamed JSON text.
+    A ``tool_use`` block's ``input`` may be a dict (plain) or the streamed JSON text. A refusal's
+    ``stop_details`` (category, explanation) stay on the message, under
+    ``provider_data["anthropic"]["stop_details"]``, and the refusal text is the
+    model's text followed by the explanation.
     """
     texts: list[str] = []
     thinking: list[ThinkingPart] = []
@@ -92,10 +104,23 @@ def assemble(
         text, calls = _take_output(text, calls, output_tool)
     if reason is StopReason.TOOL_USE and not calls:
         reason = StopReason.END_TURN
-    refusal = (text or _REFUSED) if reason is StopReason.REFUSAL else None
+    refusal = _refusal(text, stop_details) if reason is StopReason.REFUSAL else None
     return ModelResponse(
-        text, tuple(calls), reason, usage_from(usage), thinking=tuple(thinking), refusal=refusal, model=model
+        text,
+        tuple(calls),
+        reason,
+        usage_from(usage),
+        thinking=tuple(thinking),
+        refusal=refusal,
+        model=model,
+        provider_data={_PROVIDER: {"stop_details": dict(stop_details)}} if stop_details else {},
     )
+
+
+def _refusal(text: str, stop_details: Mapping[str, Any] | None) -> str:
+    explanation = (stop_details or {}).get("explanation")
+    parts = [part for part in (text, explanation) if isinstance(part, str) and part.strip()]
+    return "\n\n".join(parts) if parts else _REFUSED
 
 
 def _take_output(text: str, calls: list[ToolCall], output_tool: str) -> tuple[str, list[ToolCall]]:
@@ -143,6 +168,7 @@ class _StreamState:
         self.tools = 0
         self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
+        self.stop_details: Mapping[str, Any] | None = None
         self.model: str | None = None
         self.stopped = False
 
@@ -192,12 +218,14 @@ class _StreamState:
         self.usage.update(message.get("usage") or {})
 
     def message_delta(self, data: Mapping[str, Any]) -> None:
-        self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
+        delta = data.get("delta") or {}
+        self.stop_reason = delta.get("stop_reason") or self.stop_reason
+        self.stop_details = delta.get("stop_details") or self.stop_details
         self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
 
     def response(self, output_tool: str | None) -> ModelResponse:
         content = [self.blocks[index].finish() for index in sorted(self.blocks)]
-        return assemble(content, self.stop_reason, self.usage, self.model, output_tool)
+        return assemble(content, self.stop_reason, self.usage, self.model, output_tool, stop_details=self.stop_details)
 
 
 async def read_stream(
@@ -224,7 +252,8 @@ async def read_stream(
             state.stopped = True
         elif kind == "error":
             error = data.get("error") or {}
-            raise error_for(None, error.get("type"), error.get("message") or str(error), body=data)
+            message = error.get("message") or str(error)
+            raise provider_error(_PROVIDER, status=None, codes=[error.get("type")], message=message, body=data)
     if not state.stopped:
         raise ProviderConnectionError(
             "the Anthropic stream ended before message_stop; the response is incomplete", provider=_PROVIDER

@@ -6,11 +6,17 @@ stop reason and usage whether it was streamed or not.
 Compatible servers bend the format; the stream reader accepts:
 
 * tool calls without ``id`` or with an id another call already has (a fresh ``call_<hex>`` id is
-  made), and without ``index`` (a new id starts a call, the same id or none continues one);
+  made, used for the call and its result alike);
+* fragments without ``index``: a fragment with a name (or an id not seen yet) opens a new call,
+  in order of appearance; one with a known id continues that call; one with neither index nor
+  name continues the last call opened;
 * arguments sent as a JSON object instead of a string;
 * two different calls sent at the same ``index`` (Ollama): a fragment with a new id and a name at
   an index whose call is already complete starts a new call;
-* everything, including ``finish_reason`` and ``usage``, in a single chunk.
+* everything, including ``finish_reason`` and ``usage``, in a single chunk;
+* a stream that reaches ``[DONE]`` without any ``finish_reason`` (proxies relaying some upstream
+  providers): it is complete, and the stop reason is inferred (tool calls: ``TOOL_USE``, else
+  ``END_TURN``). Only a stream that ends before both is cut short.
 
 A call cut off by the output limit (``finish_reason: "length"``) keeps its arguments exactly as
 received and the response's stop reason is ``MAX_TOKENS``; the loop never runs such calls.
@@ -23,9 +29,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ModelResponseError, ProviderConnectionError, ProviderError
+from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+from ._errors import provider_error
 
 __all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
 
@@ -166,10 +173,16 @@ def _parse_completion(data: Any, provider: str) -> ModelResponse:
 
 
 def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
+    """An error object in a 200 body (proxies relaying an upstream failure) goes through the error table."""
     error = data.get("error")
-    if error:
-        message = error.get("message") if isinstance(error, dict) else str(error)
-        raise ProviderError(f"{provider} returned an error: {message}", provider=provider, body=error)
+    if not error:
+        return
+    fields = error if isinstance(error, dict) else {"message": str(error)}
+    code = fields.get("code")
+    status = code if isinstance(code, int) and 400 <= code < 600 else None
+    codes = [fields.get("code"), fields.get("type")]
+    message = str(fields.get("message") or error)
+    raise provider_error(provider, status=status, codes=codes, message=message, body=error)
 
 
 class _ListenerError(Exception):
@@ -206,8 +219,8 @@ class ChatStreamReader:
     """Accumulates streamed ``chat.completion.chunk`` objects (already decoded JSON) into a response.
 
     Events are built only when ``on_event`` is given. Call :meth:`feed` for every chunk and
-    :meth:`result` when the stream ends; a stream that ended without a ``finish_reason`` was cut
-    short and raises :class:`ProviderConnectionError`.
+    :meth:`result` when the stream ends; a stream that ended without ``[DONE]`` and without a
+    ``finish_reason`` was cut short and raises :class:`ProviderConnectionError`.
     """
 
     def __init__(self, provider: str, on_event: EventHandler | None = None) -> None:
@@ -321,19 +334,26 @@ class ChatStreamReader:
             return call
         if call_id:
             known = self._by_id.get(call_id)
-            return known if known is not None else self._new_call()
-        return self._calls[-1] if self._calls else self._new_call()
+            if known is not None:
+                return known
+        if call_id or name or not self._calls:
+            return self._new_call()
+        return self._calls[-1]
 
     def _new_call(self) -> _Call:
         call = _Call(len(self._calls))
         self._calls.append(call)
         return call
 
-    def result(self) -> ModelResponse:
-        """The complete response; raises when the stream ended before the model finished."""
-        if self._finish_reason is None:
+    def result(self, *, done: bool = False) -> ModelResponse:
+        """The complete response; raises when the stream ended before the model finished.
+
+        ``done`` says the stream reached its ``[DONE]`` line, which completes it even without a
+        finish reason.
+        """
+        if self._finish_reason is None and not done:
             raise ProviderConnectionError(
-                f"the {self._provider} stream ended before the response was complete (no finish_reason)",
+                f"the {self._provider} stream ended before the response was complete (no finish_reason, no [DONE])",
                 provider=self._provider,
             )
         if self._held and self._on_event is not None:

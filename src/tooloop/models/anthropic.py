@@ -3,8 +3,7 @@
 ``get_model("anthropic:claude-sonnet-4-5")`` creates an :class:`AnthropicModel` through
 :func:`create`. The SDK sends the requests and retries them (``max_retries``, default 2); this
 module builds the request body (:mod:`._anthropic_request`), reads the raw JSON answer or the raw
-SSE event stream (:mod:`._anthropic_response`) and maps failures to tooloop errors
-(:mod:`._anthropic_errors`).
+SSE event stream (:mod:`._anthropic_response`) and maps failures through the one error table (:mod:`._errors`).
 """
 
 from __future__ import annotations
@@ -15,15 +14,18 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anthropic
+import httpx2
 from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
-from ..errors import ConfigurationError, ProviderError
+from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
 from ..messages import ModelResponse
-from ._anthropic_errors import map_exception
+from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
 from ._anthropic_request import PROVIDER, build_body
 from ._anthropic_response import parse_message, read_stream
-from ._per_loop import ClientModel, PerLoop
+from ._errors import provider_error
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
 from .profiles import lookup_profile
 
@@ -36,7 +38,9 @@ _PLAIN_MAX_TOKENS = 8192
 # The SDK refuses a non-streamed request that may run longer than ten minutes (judged from
 # max_tokens) unless a timeout is set; above this, a request without a listener streams quietly.
 
-_OPTIONS = frozenset({"max_retries", "timeout", "native_output", "thinking", "client", "default_headers"})
+_OPTIONS = frozenset(
+    {"max_retries", "timeout", "native_output", "thinking", "client", "default_headers", "api_key_env"}
+)
 
 
 def create(
@@ -50,11 +54,12 @@ def create(
 ) -> AnthropicModel:
     """Create an Anthropic model (the registry's factory for ``"anthropic:..."`` strings).
 
-    ``api_key`` defaults to ``ANTHROPIC_API_KEY`` and ``base_url`` to ``ANTHROPIC_BASE_URL``, then
-    the SDK's default. Options: ``max_retries`` (2), ``timeout`` (seconds), ``native_output``
-    (structured output through a forced tool), ``thinking`` (passed through, e.g.
-    ``{"type": "enabled", "budget_tokens": 4000}``), ``default_headers``, and ``client`` (a ready
-    ``AsyncAnthropic``, which makes the key and URL arguments unused).
+    ``api_key`` defaults to the variable ``api_key_env`` (``ANTHROPIC_API_KEY``) and ``base_url``
+    to ``ANTHROPIC_BASE_URL``, then the SDK's default. Options: ``max_retries`` (2), ``timeout``
+    (seconds without a byte), ``native_output`` (structured output through a forced tool),
+    ``thinking`` (passed through, e.g. ``{"type": "enabled", "budget_tokens": 4000}``),
+    ``default_headers``, and ``client`` (a ready ``AsyncAnthropic``, which makes the key and URL
+    arguments unused).
     """
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -65,23 +70,7 @@ def create(
     client = options.get("client")
     factory = None
     if client is None:
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigurationError(
-                "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable or pass api_key=..."
-            )
-        extra: dict[str, Any] = {}
-        if options.get("timeout") is not None:
-            extra["timeout"] = options["timeout"]
-        if options.get("default_headers"):
-            extra["default_headers"] = dict(options["default_headers"])
-        factory = functools.partial(
-            AsyncAnthropic,
-            api_key=key,
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-            max_retries=options.get("max_retries", 2),
-            **extra,
-        )
+        factory = _client_factory(base_url, api_key, options)
         client = factory()
     return AnthropicModel(
         model_name,
@@ -95,7 +84,27 @@ def create(
     )
 
 
-class AnthropicModel(ClientModel):
+def _client_factory(
+    base_url: str | None, api_key: str | None, options: Mapping[str, Any]
+) -> Callable[[], AsyncAnthropic]:
+    env = options.get("api_key_env") or "ANTHROPIC_API_KEY"
+    key = api_key or os.environ.get(env)
+    if not key:
+        raise ConfigurationError(f"no Anthropic API key: set the {env} environment variable or pass api_key=...")
+    idle = idle_timeout(options.get("timeout", DEFAULT_TIMEOUT))
+    extra: dict[str, Any] = {"timeout": anthropic.Timeout(idle, connect=min(idle, DEFAULT_CONNECT_TIMEOUT))}
+    if options.get("default_headers"):
+        extra["default_headers"] = dict(options["default_headers"])
+    return functools.partial(
+        AsyncAnthropic,
+        api_key=key,
+        base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+        max_retries=check_retries(options.get("max_retries", 2)),
+        **extra,
+    )
+
+
+class AnthropicModel(ProviderModel):
     """A Claude model behind the Anthropic Messages API.
 
     Streams when ``respond`` gets an ``on_event`` handler (or ``settings.stream`` is True) and
@@ -115,10 +124,16 @@ class AnthropicModel(ClientModel):
         thinking: Mapping[str, Any] | None = None,
         plain_any_size: bool = False,
     ) -> None:
-        self._name = model_name
-        self._clients = PerLoop(client, client_factory, _close)
-        self._settings = settings or ModelSettings()
-        self.provider = provider
+        timeout = client.timeout
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=PerLoop(client, client_factory, _close),
+            secret=client.api_key,
+            attempts=client.max_retries + 1,
+            idle_timeout=timeout.read if isinstance(timeout, anthropic.Timeout) else timeout,
+        )
         self._native_output = native_output
         self._thinking = thinking
         self._plain_limit = None if plain_any_size else _PLAIN_MAX_TOKENS
@@ -126,17 +141,23 @@ class AnthropicModel(ClientModel):
         self._default_max_tokens = profile.max_output_tokens if profile else DEFAULT_MAX_TOKENS
 
     @property
-    def name(self) -> str:
-        """The model's name, e.g. ``"claude-sonnet-4-5"``."""
-        return self._name
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return str(self._clients.first.base_url)
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self._name!r})"
+    def _wants_stream(self, settings: ModelSettings, on_event: EventHandler | None) -> bool:
+        if settings.stream is not None:
+            return settings.stream
+        too_long = self._plain_limit is not None and self._max_tokens(settings) > self._plain_limit
+        return on_event is not None or too_long
 
-    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
-        """Send ``request`` to the Messages API and return the complete response."""
-        settings = self._settings.merged(request.settings)
-        max_tokens = settings.max_tokens or self._default_max_tokens
+    def _max_tokens(self, settings: ModelSettings) -> int:
+        return settings.max_tokens or self._default_max_tokens
+
+    async def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        max_tokens = self._max_tokens(settings)
         body, output_tool = build_body(
             request,
             model=self._name,
@@ -145,37 +166,19 @@ class AnthropicModel(ClientModel):
             thinking=self._thinking,
             native_output=self._native_output,
         )
-        stream = settings.stream
-        if stream is None:
-            too_long = self._plain_limit is not None and max_tokens > self._plain_limit
-            stream = on_event is not None or too_long
         # Only the three required fields go through the SDK's signature; the rest of the body rides
         # in extra_body, so fields an SDK version does not list (or no longer lists) still reach the API.
         model, max_tokens, messages = body.pop("model"), body.pop("max_tokens"), body.pop("messages")
         extra_body = {**body, **settings.extra}
-        try:
-            if stream:
-                return await self._stream(model, max_tokens, messages, extra_body, on_event, output_tool)
-            timeout = None
-            if self._plain_limit is not None and max_tokens > self._plain_limit:  # plain forced by settings
-                timeout = max(600.0, 3600.0 * max_tokens / 128_000)
-            raw = await self._clients.get().messages.with_raw_response.create(
-                model=model,
-                max_tokens=max_tokens,
-                messages=messages,
-                extra_body=extra_body,
-                timeout=timeout or NOT_GIVEN,
-            )
-            return parse_message(json.loads(await raw.read()), output_tool)
-        except ProviderError:
-            raise
-        except Exception as exc:  # SDK, transport and decoding failures become tooloop errors
-            secret = self._clients.first.api_key
-            mapped = map_exception(exc, secret)
-            if mapped is None:
-                raise
-            leaky = secret is not None and secret in f"{exc} {exc!r}"
-            raise mapped from (None if leaky else exc)
+        if stream:
+            return await self._stream(model, max_tokens, messages, extra_body, on_event, output_tool)
+        timeout = None
+        if self._plain_limit is not None and max_tokens > self._plain_limit:  # plain forced by settings
+            timeout = max(600.0, 3600.0 * max_tokens / 128_000)
+        raw = await self._clients.get().messages.with_raw_response.create(
+            model=model, max_tokens=max_tokens, messages=messages, extra_body=extra_body, timeout=timeout or NOT_GIVEN
+        )
+        return parse_message(json.loads(await raw.read()), output_tool)
 
     async def _stream(
         self,
@@ -192,8 +195,35 @@ class AnthropicModel(ClientModel):
         response = raw.http_response
         try:
             return await read_stream(AsyncStream.raw_events(response), on_event, output_tool)
+        except ProviderError:
+            raise
+        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+            self._fail(exc, 1)
         finally:
             await response.aclose()
+
+    def _error(self, exc: Exception, attempts: int) -> ProviderError | None:
+        if isinstance(exc, anthropic.APIStatusError):
+            body = exc.body
+            error = body.get("error") if isinstance(body, dict) else None
+            error = error if isinstance(error, dict) else {}
+            message = error.get("message")
+            return provider_error(
+                self.provider,
+                status=exc.status_code if exc.status_code >= 300 else None,  # >= 300: not an error event in a 200
+                codes=[error.get("type")],
+                message=message if isinstance(message, str) else str(exc),
+                headers=exc.response.headers,
+                body=body,
+                secret=self._secret,
+            )
+        if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+            return self._transport_error(exc, attempts, timed_out=True)
+        if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
+            return self._transport_error(exc, attempts, timed_out=False)
+        if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
+            return ModelResponseError(f"Anthropic answered something unreadable: {exc}", provider=self.provider)
+        return None
 
 
 async def _close(client: AsyncAnthropic) -> None:

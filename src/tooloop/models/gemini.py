@@ -18,24 +18,13 @@ import random
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from ..errors import (
-    AuthenticationError,
-    BadRequestError,
-    ConfigurationError,
-    ContextLengthError,
-    ModelResponseError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderOverloadedError,
-    ProviderTimeoutError,
-    RateLimitError,
-)
+from ..errors import ConfigurationError, ModelResponseError, ProviderConnectionError, ProviderError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import (
     AssistantMessage,
@@ -48,10 +37,12 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ._per_loop import ClientModel, PerLoop
-from ._secrets import scrub, scrub_body
+from ..outcome import for_model
+from ._adapter import DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
+from ._errors import provider_error
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
-from .portable import ToolBatch, own_thinking, turns
+from .portable import ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["GeminiModel", "create"]
 
@@ -76,6 +67,7 @@ _CAUGHT: tuple[type[Exception], ...] = (genai_errors.APIError, *_TRANSPORT_ERROR
 PROVIDER = "google"
 _API_VERSION = "v1beta"
 _KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 # Documented value that tells Gemini 3 to accept a function call it did not sign (history written
 # by another provider, or by hand).
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -104,7 +96,6 @@ _BROKEN = frozenset(
         "MALFORMED_RESPONSE",
     }
 )
-_CONTEXT_OVERFLOW = re.compile(r"token count.*exceeds|exceeds the maximum number of tokens|too many tokens", re.I)
 _GENERATION = re.compile(r"gemini-(\d+)")
 _MAX_RETRY_AFTER = 60.0  # a longer wait is the caller's decision, not a silent sleep
 
@@ -120,24 +111,22 @@ def create(
 ) -> GeminiModel:
     """Registry factory for ``"google:<model>"`` and ``"gemini:<model>"``.
 
-    Options: ``max_retries`` (default 2), ``timeout`` (seconds), ``client`` (a ready ``genai.Client``).
+    Options: ``max_retries`` (default 2), ``timeout`` (seconds without a byte), ``client`` (a ready ``genai.Client``).
     """
     known = {"max_retries", "timeout", "client"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
-    return GeminiModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
+    return GeminiModel(model_name, base_url=base_url, api_key=api_key, settings=settings, provider=provider, **options)
 
 
-class GeminiModel(ClientModel):
+class GeminiModel(ProviderModel):
     """A Gemini model behind the ``Model`` protocol.
 
     The API key is ``api_key``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``. Retryable errors
     (429, 5xx, connection failures before anything streamed) are retried ``max_retries`` times,
     honouring the server's ``Retry-After`` header or ``RetryInfo.retryDelay``.
     """
-
-    provider = PROVIDER
 
     def __init__(
         self,
@@ -146,57 +135,79 @@ class GeminiModel(ClientModel):
         api_key: str | None = None,
         base_url: str | None = None,
         settings: ModelSettings | None = None,
+        provider: str = PROVIDER,
         max_retries: int = 2,
-        timeout: float | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
         client: genai.Client | None = None,
     ):
-        self._name = model_name
-        self._settings = settings or ModelSettings()
-        self._max_retries = max_retries
+        self._max_retries = check_retries(max_retries)
         self._generation = _generation(model_name)
-        make = functools.partial(_client, api_key, base_url, timeout)
-        self._secret = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
-        self._clients = PerLoop(client, None, _close) if client is not None else PerLoop(make(), make, _close)
+        self._base = base_url or _DEFAULT_BASE_URL
+        idle = idle_timeout(timeout)
+        make = functools.partial(_client, api_key, base_url, idle)
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=PerLoop(client, None, _close) if client is not None else PerLoop(make(), make, _close),
+            secret=api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None),
+            attempts=self._max_retries + 1,
+            idle_timeout=idle,
+        )
 
     @property
-    def name(self) -> str:
-        """The Gemini model name, e.g. ``"gemini-2.5-flash"``."""
-        return self._name
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return self._base
 
-    def __repr__(self) -> str:
-        return f"GeminiModel({self._name!r})"
-
-    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
-        """Send ``request`` to Gemini; stream when ``on_event`` is given (or ``settings.stream``)."""
-        settings = self._settings.merged(request.settings)
+    async def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
         contents, system = _contents(request.messages, sign_foreign=self._generation >= 3)
         config = cast("genai_types.GenerateContentConfigDict", _config(request, settings, system, self._generation))
-        stream = settings.stream if settings.stream is not None else on_event is not None
         attempt = 0
         while True:
             reader = _Reader(self._name, on_event)
             try:
-                if stream:
-                    chunks = await self._clients.get().aio.models.generate_content_stream(
-                        model=self._name, contents=contents, config=config
-                    )
-                    async for chunk in chunks:
-                        reader.add(chunk)
-                    return reader.finish(streamed=True)
-                reader.add(
-                    await self._clients.get().aio.models.generate_content(
-                        model=self._name, contents=contents, config=config
-                    )
-                )
-                return reader.finish(streamed=False)
+                return await self._once(contents, config, stream, reader)
             except _CAUGHT as exc:
-                error = _provider_error(exc, self._secret)
+                error = self._error(exc, attempt + 1)
                 delay = _backoff(error, attempt)
                 if delay is None or attempt >= self._max_retries or reader.emitted:
-                    leaky = self._secret is not None and self._secret in f"{exc} {exc!r}"
-                    raise error from (None if leaky else exc)
+                    self._fail(exc, attempt + 1)
             await asyncio.sleep(delay)
             attempt += 1
+
+    async def _once(
+        self,
+        contents: list[dict[str, Any]],
+        config: genai_types.GenerateContentConfigDict,
+        stream: bool,
+        reader: _Reader,
+    ) -> ModelResponse:
+        models = self._clients.get().aio.models
+        if not stream:
+            reader.add(await models.generate_content(model=self._name, contents=contents, config=config))
+            return reader.finish(streamed=False)
+        chunks = await models.generate_content_stream(model=self._name, contents=contents, config=config)
+        async for chunk in chunks:
+            reader.add(chunk)
+        return reader.finish(streamed=True)
+
+    def _error(self, exc: Exception, attempts: int) -> ProviderError:
+        if isinstance(exc, _TIMEOUT_ERRORS):
+            return self._transport_error(exc, attempts, timed_out=True)
+        if not isinstance(exc, genai_errors.APIError):
+            return self._transport_error(exc, attempts, timed_out=False)
+        return provider_error(
+            self.provider,
+            status=exc.code,
+            codes=[exc.status, *_reasons(exc.details)],
+            message=exc.message or str(exc.details),
+            headers=getattr(exc.response, "headers", None),
+            body=exc.details,
+            secret=self._secret,
+        )
 
 
 def _client(api_key: str | None, base_url: str | None, timeout: float | None) -> genai.Client:
@@ -229,14 +240,22 @@ def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[
     for item in turns(messages):
         if isinstance(item, SystemMessage):
             system.append(item.text)
-        elif isinstance(item, UserMessage):
-            _add(contents, "user", [{"text": item.text}])
-        elif isinstance(item, AssistantMessage):
-            _add(contents, "model", _assistant_parts(item))
-        elif isinstance(item, ToolBatch):
-            for content in _batch_contents(item, sign_foreign):
-                _add(contents, content["role"], content["parts"])
+            continue
+        for content in _turn(item, sign_foreign):
+            _add(contents, content["role"], content["parts"])
     return contents, system
+
+
+def _turn(item: Turn, sign_foreign: bool) -> list[dict[str, Any]]:
+    if isinstance(item, UserMessage):
+        return [{"role": "user", "parts": [{"text": item.text}]}]
+    if isinstance(item, AssistantMessage):
+        return [{"role": "model", "parts": _assistant_parts(item)}]
+    if isinstance(item, ToolBatch):
+        return _batch_contents(item, sign_foreign)
+    if isinstance(item, SystemMessage):
+        return []  # gathered into ``system_instruction`` by the caller
+    assert_never(item)
 
 
 def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
@@ -292,9 +311,10 @@ def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]
     results: list[dict[str, Any]] = []
     for index, call in enumerate(batch.calls):
         function_call: dict[str, Any] = {"name": call.tool_name, "args": dict(call.arguments)}
+        outcome = for_model(call)
         response: dict[str, Any] = {
             "name": call.tool_name,
-            "response": {"error" if call.is_error else "result": call.content},
+            "response": {"error" if outcome.is_error else "result": outcome.text},
         }
         if call.tool_call_id in native_ids:
             function_call["id"] = response["id"] = call.tool_call_id
@@ -487,46 +507,11 @@ def _usage(meta: genai_types.GenerateContentResponseUsageMetadata | None, tool_c
 # Errors
 
 
-def _provider_error(exc: Exception, secret: str | None = None) -> ProviderError:
-    if isinstance(exc, _TIMEOUT_ERRORS):
-        return ProviderTimeoutError(scrub(f"Gemini request timed out: {exc}", secret), provider=PROVIDER)
-    if not isinstance(exc, genai_errors.APIError):
-        return ProviderConnectionError(scrub(f"connection to Gemini failed: {exc!r}", secret), provider=PROVIDER)
-    code = exc.code
-    message = f"Gemini API error {code} {exc.status or ''}: {exc.message or exc.details}".replace("  ", " ")
-    message = scrub(message, secret)
-    kwargs: dict[str, Any] = {"status_code": code, "provider": PROVIDER, "body": scrub_body(exc.details, secret)}
-    text = exc.message or ""
-    if code in (401, 403) or "API_KEY_INVALID" in json.dumps(exc.details) or "API key not valid" in text:
-        return AuthenticationError(message, **kwargs)
-    if code == 429:
-        return RateLimitError(message, retry_after=_retry_after(exc), **kwargs)
-    if code in (408, 504):
-        return ProviderTimeoutError(message, **kwargs)
-    if code >= 500:
-        return ProviderOverloadedError(message, **kwargs)
-    if _CONTEXT_OVERFLOW.search(text):
-        return ContextLengthError(message, **kwargs)
-    return BadRequestError(message, **kwargs)
-
-
-def _retry_after(exc: genai_errors.APIError) -> float | None:
-    headers = getattr(exc.response, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-    error = exc.details.get("error", exc.details) if isinstance(exc.details, dict) else {}
-    for detail in error.get("details") or ():
-        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
-        if isinstance(delay, str) and delay.endswith("s"):
-            try:
-                return max(0.0, float(delay[:-1]))
-            except ValueError:
-                return None
-    return None
+def _reasons(details: Any) -> list[str]:
+    """The ``reason`` of each ``ErrorInfo`` in a Google error body (e.g. ``API_KEY_INVALID``)."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    found = error.get("details") if isinstance(error, dict) else None
+    return [d["reason"] for d in found or () if isinstance(d, dict) and isinstance(d.get("reason"), str)]
 
 
 def _backoff(error: ProviderError, attempt: int) -> float | None:

@@ -8,37 +8,50 @@ the SDK's per-request parameter transformation and response models on the hot pa
 Requests stream when someone listens (``on_event`` given) and are plain otherwise;
 ``ModelSettings.stream`` forces either. Both paths give identical responses for the same content.
 
-A tool call cut off by the output limit comes back as received, with stop reason ``MAX_TOKENS``:
-its arguments are unfinished, and the loop refuses to run the calls of such a response.
+What differs between servers on the request side is a named option with a per-provider default
+in the registry (``register_provider(name, factory, **defaults)`` sets them for a new server):
+``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Literal, assert_never
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from ..errors import ConfigurationError, ModelResponseError
+from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
-from ..messages import AssistantMessage, Message, ModelResponse, SystemMessage, ToolCallMessage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    SystemMessage,
+    ThinkingPart,
+    ToolCallMessage,
+    UserMessage,
+)
+from ..outcome import for_model
+from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
+from ._errors import provider_error
 from ._openai_chat_parse import ChatStreamReader, parse_completion
-from ._openai_errors import raise_mapped
 from ._openai_schema import strict_schema
-from ._per_loop import ClientModel, PerLoop
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
-from .portable import IdMapper, ToolBatch, turns
+from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["OpenAIChatModel", "create"]
 
 _PATH = "/chat/completions"
 _NO_KEY = "not-needed"  # local servers without auth: the SDK insists on some key
-_STREAM_CLS = AsyncStream[object]
+_DRAIN_SECONDS = 0.5
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
 _OPTIONS = frozenset(
     {
         "api_key_env",
@@ -51,8 +64,12 @@ _OPTIONS = frozenset(
         "stream_usage",
         "default_headers",
         "client",
+        "raw_invalid_arguments",
+        "tool_id_max_length",
+        "reasoning_field",
     }
 )
+_CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers")
 
 
 def create(
@@ -66,13 +83,12 @@ def create(
 ) -> OpenAIChatModel:
     """Create a Chat Completions model (the registry's factory for OpenAI and compatible servers).
 
-    The key is ``api_key``, else the environment variable ``api_key_env`` (``OPENAI_API_KEY`` for
-    provider ``"openai"``); the base URL is ``base_url``, else ``OPENAI_BASE_URL`` for provider
-    ``"openai"``, else the SDK's default. Options: ``max_retries`` (2), ``timeout`` (seconds),
-    ``native_output`` (send ``response_format`` for structured output, default True),
-    ``system_role`` (``"system"`` or ``"developer"``), ``max_tokens_field``, ``stream_usage``
-    (ask for usage in streams, default True), ``default_headers``, ``client`` (your own
-    ``AsyncOpenAI``), ``api_key_optional`` (local servers without auth).
+    The key is ``api_key``, else the environment variable ``api_key_env``. Options (see
+    docs/providers.md): ``max_retries`` (2), ``timeout`` (seconds without a byte, default
+    :data:`~tooloop.models._adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
+    ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
+    ``AsyncOpenAI``), ``api_key_optional``, and the server quirks ``raw_invalid_arguments``,
+    ``tool_id_max_length`` and ``reasoning_field``.
     """
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -86,7 +102,7 @@ def create(
         factory = _client_factory(provider, base_url, api_key, options)
         client = factory()
     else:
-        for name in ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers"):
+        for name in _CLIENT_OPTIONS:
             options.pop(name, None)
     return OpenAIChatModel(
         model_name, client=client, client_factory=factory, provider=provider, settings=settings, **options
@@ -96,7 +112,7 @@ def create(
 def _client_factory(
     provider: str, base_url: str | None, api_key: str | None, options: dict[str, Any]
 ) -> Callable[[], AsyncOpenAI]:
-    env = options.pop("api_key_env", None) or ("OPENAI_API_KEY" if provider == "openai" else None)
+    env = options.pop("api_key_env", None)
     optional = bool(options.pop("api_key_optional", False))
     key = api_key or (os.environ.get(env) if env else None)
     if not key:
@@ -104,21 +120,53 @@ def _client_factory(
             where = f"set the environment variable {env}" if env else "pass api_key_env='NAME'"
             raise ConfigurationError(f"no API key for {provider!r} models: {where} or pass api_key=...")
         key = _NO_KEY
-    if base_url is None and provider == "openai":
-        base_url = os.environ.get("OPENAI_BASE_URL") or None
-    max_retries = options.pop("max_retries", 2)
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise ConfigurationError(f"max_retries must be a non-negative int, not {max_retries!r}")
-    extra: dict[str, Any] = {}
-    if "timeout" in options:
-        extra["timeout"] = options.pop("timeout")
+    max_retries = check_retries(options.pop("max_retries", 2))
+    idle = idle_timeout(options.pop("timeout", DEFAULT_TIMEOUT))
+    extra: dict[str, Any] = {"timeout": openai.Timeout(idle, connect=min(idle, DEFAULT_CONNECT_TIMEOUT))}
     headers = options.pop("default_headers", None)
     if headers:
         extra["default_headers"] = dict(headers)
     return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
 
 
-class OpenAIChatModel(ClientModel):
+class _ChunkStream(AsyncStream[object]):
+    """The decoded chunks of a Chat Completions stream; ``done`` once its ``[DONE]`` line arrived.
+
+    A stream that reached ``[DONE]`` is complete even when no chunk carried a finish reason; a
+    stream that ends without it (and without a finish reason) was cut short.
+    """
+
+    done = False
+
+    async def __stream__(self) -> AsyncIterator[object]:
+        response = self.response
+        events = self._iter_events()
+        try:
+            async for sse in events:
+                if sse.data.startswith("[DONE]"):
+                    self.done = True
+                    break
+                data = sse.json()
+                if isinstance(data, dict) and data.get("error"):
+                    raise openai.APIError(_error_message(data["error"]), response.request, body=data["error"])
+                yield data
+            if self.done:
+                await _drain(events)
+        finally:
+            await response.aclose()
+
+
+async def _drain(events: AsyncIterator[object]) -> None:
+    """Read what follows ``[DONE]`` (normally nothing) so the connection goes back to the pool."""
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, openai.APIError):
+        pass
+
+
+class OpenAIChatModel(ProviderModel):
     """A model behind the Chat Completions API (``POST {base_url}/chat/completions``).
 
     ``client`` is an ``AsyncOpenAI`` (its key, base URL, retries and timeout are used as they are).
@@ -135,44 +183,49 @@ class OpenAIChatModel(ClientModel):
         settings: ModelSettings | None = None,
         native_output: bool = True,
         system_role: Literal["system", "developer"] = "system",
-        max_tokens_field: str | None = None,
+        max_tokens_field: str = "max_tokens",
         stream_usage: bool = True,
+        raw_invalid_arguments: bool = False,
+        tool_id_max_length: int | None = None,
+        reasoning_field: str | None = None,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
-        self.name = model_name
-        self.provider = provider
-        self._clients = PerLoop(client, client_factory, _close)
-        self._settings = settings or ModelSettings()
+        if reasoning_field is not None and reasoning_field not in _REASONING_FIELDS:
+            raise ConfigurationError(
+                f"reasoning_field must be one of {_REASONING_FIELDS} or None, not {reasoning_field!r}"
+            )
+        timeout = client.timeout
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=PerLoop(client, client_factory, _close),
+            secret=client.api_key if client.api_key != _NO_KEY else None,
+            attempts=client.max_retries + 1,
+            idle_timeout=timeout.read if isinstance(timeout, openai.Timeout) else timeout,
+        )
         self._native_output = native_output
         self._system_role = system_role
-        self._max_tokens_field = max_tokens_field or ("max_completion_tokens" if provider == "openai" else "max_tokens")
+        self._max_tokens_field = max_tokens_field
         self._stream_usage = stream_usage
-        self._secret = client.api_key if client.api_key != _NO_KEY else None
+        self._raw_arguments = raw_invalid_arguments
+        self._id_limit = tool_id_max_length
+        self._reasoning_field = reasoning_field
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
 
-    def __repr__(self) -> str:
-        base_url = str(self._clients.first.base_url)
-        return f"OpenAIChatModel(name={self.name!r}, provider={self.provider!r}, base_url={base_url!r})"
+    @property
+    def base_url(self) -> str:
+        """The server's base URL (``.../v1``)."""
+        return str(self._clients.first.base_url)
 
-    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
-        """Send ``request``; stream when ``on_event`` is given (or ``settings.stream`` says so)."""
-        settings = self._settings.merged(request.settings)
+    async def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
         body = self._body(request, settings)
-        stream = settings.stream if settings.stream is not None else on_event is not None
-        try:
-            if stream:
-                return await self._stream(body, on_event)
-            return await self._plain(body)
-        except openai.OpenAIError as exc:
-            raise_mapped(exc, provider=self.provider, secret=self._secret)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a body or chunk that is not JSON
-            raise ModelResponseError(
-                f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
-            ) from exc
-
-    async def _plain(self, body: dict[str, Any]) -> ModelResponse:
+        if stream:
+            return await self._stream(body, on_event)
         data = await self._clients.get().post(_PATH, body=body, cast_to=object)
         if isinstance(data, str):  # the server did not say application/json
             data = json.loads(data)
@@ -182,21 +235,49 @@ class OpenAIChatModel(ClientModel):
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
-        chunks = await self._clients.get().post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_STREAM_CLS)
+        chunks = await self._clients.get().post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_ChunkStream)
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
             async for chunk in chunks:
                 feed(chunk)
+        except ProviderError:
+            raise
+        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+            await chunks.close()
+            self._fail(exc, 1)
         except BaseException:
             await chunks.close()
             raise
-        return reader.result()
+        return reader.result(done=chunks.done)
+
+    def _error(self, exc: Exception, attempts: int) -> ProviderError | None:
+        if isinstance(exc, openai.APITimeoutError):
+            return self._transport_error(exc, attempts, timed_out=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return self._transport_error(exc, attempts, timed_out=False)
+        if isinstance(exc, openai.APIError):  # an HTTP status, or an error event inside a stream
+            status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+            headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
+            return provider_error(
+                self.provider,
+                status=status,
+                codes=openai_codes(exc.body, exc.code, exc.type),
+                message=_error_message(exc.body, exc.message),
+                headers=headers,
+                body=exc.body,
+                secret=self._secret,
+            )
+        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # a body or chunk that is not JSON
+            return ModelResponseError(
+                f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
+            )
+        return None
 
     # -- request body -------------------------------------------------------------------------
 
     def _body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name, "messages": self._messages(request.messages)}
+        body: dict[str, Any] = {"model": self._name, "messages": self._messages(request.messages)}
         if request.tools:
             body["tools"] = self._tools(request.tools)
             if request.tool_choice != "auto":
@@ -226,19 +307,64 @@ class OpenAIChatModel(ClientModel):
         return self._tools_out
 
     def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        ids = IdMapper(max_length=40)
+        ids: Callable[[str], str] = IdMapper(max_length=self._id_limit) if self._id_limit else str
         out: list[dict[str, Any]] = []
-        append = out.append
         for item in turns(messages):
-            if isinstance(item, ToolBatch):
-                _add_batch(item, ids, out, raw_arguments=self.provider == "openai")
-            elif isinstance(item, UserMessage):
-                append({"role": "user", "content": item.text})
-            elif isinstance(item, AssistantMessage):
-                append({"role": "assistant", "content": _assistant_text(item)})
-            elif isinstance(item, SystemMessage):
-                append({"role": self._system_role, "content": item.text})
+            out.extend(self._turn(item, ids))
         return out
+
+    def _turn(self, item: Turn, ids: Callable[[str], str]) -> list[dict[str, Any]]:
+        if isinstance(item, ToolBatch):
+            return self._batch(item, ids)
+        if isinstance(item, UserMessage):
+            return [{"role": "user", "content": item.text}]
+        if isinstance(item, AssistantMessage):
+            return [{"role": "assistant", "content": _assistant_text(item), **self._reasoning(item.thinking)}]
+        if isinstance(item, SystemMessage):
+            return [{"role": self._system_role, "content": item.text}]
+        assert_never(item)
+
+    def _batch(self, batch: ToolBatch, ids: Callable[[str], str]) -> list[dict[str, Any]]:
+        """One assistant turn with its tool calls, then one ``tool`` message per call, in order.
+
+        Arguments that were not valid JSON go back as they came where the server keeps them as
+        text (``raw_invalid_arguments``, OpenAI itself: the model sees its mistake); other servers
+        often parse them while building the prompt, so they get ``{}`` and the error result says
+        what was wrong.
+        """
+        calls = []
+        results = []
+        for call in batch.calls:
+            call_id = ids(call.tool_call_id)
+            function = {"name": call.tool_name, "arguments": _arguments(call, self._raw_arguments)}
+            calls.append({"id": call_id, "type": "function", "function": function})
+            results.append({"role": "tool", "tool_call_id": call_id, "content": for_model(call).text})
+        turn = {"role": "assistant", "content": batch.text or None, "tool_calls": calls}
+        return [{**turn, **self._reasoning(batch.first.thinking)}, *results]
+
+    def _reasoning(self, thinking: tuple[ThinkingPart, ...]) -> dict[str, str]:
+        """The reasoning field for an assistant turn, on servers that read it back (``reasoning_field``)."""
+        if self._reasoning_field is None or not thinking:
+            return {}
+        text = "".join(part.text for part in own_thinking(thinking, self.provider) if not part.redacted)
+        return {self._reasoning_field: text} if text else {}
+
+
+def openai_codes(body: object, *codes: object) -> list[object]:
+    """The error codes of an OpenAI-style error: ``code`` and ``type``, from the exception and its body."""
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    found = list(codes)
+    if isinstance(error, Mapping):
+        found += [error.get("code"), error.get("type")]
+    return [code for code in found if isinstance(code, str) and code]
+
+
+def _error_message(body: object, default: str = "") -> str:
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    if isinstance(message, str) and message:
+        return message
+    return default or (str(error) if error else "An error occurred during streaming")
 
 
 def _assistant_text(message: AssistantMessage) -> str:
@@ -247,39 +373,10 @@ def _assistant_text(message: AssistantMessage) -> str:
     return message.text
 
 
-def _add_batch(batch: ToolBatch, ids: IdMapper, out: list[dict[str, Any]], *, raw_arguments: bool) -> None:
-    """One assistant turn with its tool calls, then one ``tool`` message per call, in order.
-
-    Arguments that were not valid JSON go back as they came to OpenAI itself (it stores them as
-    text, and the model sees its mistake); compatible servers often parse them while building the
-    prompt, so they get ``{}`` and the error result says what was wrong.
-    """
-    calls = []
-    results = []
-    for call in batch.calls:
-        call_id = ids(call.tool_call_id)
-        calls.append(
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": call.tool_name, "arguments": _arguments(call, raw_arguments)},
-            }
-        )
-        results.append({"role": "tool", "tool_call_id": call_id, "content": _result_text(call)})
-    out.append({"role": "assistant", "content": batch.text or None, "tool_calls": calls})
-    out.extend(results)
-
-
 def _arguments(call: ToolCallMessage, raw: bool) -> str:
     if call.raw_arguments is not None:
         return call.raw_arguments if raw else "{}"
     return json.dumps(call.arguments, ensure_ascii=False, default=_json_default)
-
-
-def _result_text(call: ToolCallMessage) -> str:
-    if call.is_error and not call.content.lower().startswith("error"):
-        return f"Error: {call.content}"
-    return call.content
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

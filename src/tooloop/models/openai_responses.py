@@ -12,8 +12,8 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, assert_never, cast
 
 import openai
 from openai.types.responses import Response
@@ -31,16 +31,20 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ._openai_errors import raise_mapped, stream_error
+from ..outcome import for_model
+from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
+from ._errors import provider_error
 from ._openai_schema import strict_schema
-from ._per_loop import ClientModel, PerLoop
+from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings
-from .portable import IdMapper, ToolBatch, turns
+from .openai_chat import openai_codes
+from .portable import IdMapper, ToolBatch, Turn, turns
 
 __all__ = ["OpenAIResponsesModel", "create"]
 
 PROVIDER = "openai-responses"
 _NO_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-4o)")
+_OPTIONS = frozenset({"max_retries", "timeout", "reasoning", "include_reasoning", "client", "api_key_env"})
 
 
 def create(
@@ -55,24 +59,24 @@ def create(
     """Registry factory for ``"openai-responses:<model>"``.
 
     Options: ``max_retries`` (default 2, done by the SDK, honouring ``Retry-After``), ``timeout``
-    (seconds), ``reasoning`` (the request's ``reasoning`` object, e.g. ``{"effort": "low",
-    "summary": "auto"}``), ``include_reasoning`` (request encrypted reasoning; default: on unless
-    the model name starts with gpt-4/gpt-3.5), ``client`` (a ready ``AsyncOpenAI``).
+    (seconds without a byte), ``reasoning`` (the request's ``reasoning`` object, e.g.
+    ``{"effort": "low", "summary": "auto"}``), ``include_reasoning`` (request encrypted reasoning;
+    default: on unless the model name starts with gpt-4/gpt-3.5), ``client`` (a ready
+    ``AsyncOpenAI``), ``api_key_env`` (the key variable, ``OPENAI_API_KEY``).
     """
-    known = {"max_retries", "timeout", "reasoning", "include_reasoning", "client"}
-    unknown = sorted(set(options) - known)
+    unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
-    return OpenAIResponsesModel(model_name, base_url=base_url, api_key=api_key, settings=settings, **options)
+    return OpenAIResponsesModel(
+        model_name, base_url=base_url, api_key=api_key, settings=settings, provider=provider, **options
+    )
 
 
-class OpenAIResponsesModel(ClientModel):
+class OpenAIResponsesModel(ProviderModel):
     """An OpenAI model behind the ``Model`` protocol, through ``client.responses.create``.
 
     The API key is ``api_key``, else ``OPENAI_API_KEY``.
     """
-
-    provider = PROVIDER
 
     def __init__(
         self,
@@ -81,41 +85,80 @@ class OpenAIResponsesModel(ClientModel):
         api_key: str | None = None,
         base_url: str | None = None,
         settings: ModelSettings | None = None,
+        provider: str = PROVIDER,
         max_retries: int = 2,
-        timeout: float | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
         reasoning: Mapping[str, Any] | None = None,
         include_reasoning: bool | None = None,
         client: openai.AsyncOpenAI | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
     ):
-        self._name = model_name
-        self._settings = settings or ModelSettings()
-        self._reasoning = dict(reasoning) if reasoning else None
         if include_reasoning is None:
             include_reasoning = reasoning is not None or not _NO_REASONING.match(model_name)
+        self._reasoning = dict(reasoning) if reasoning else None
         self._include = ["reasoning.encrypted_content"] if include_reasoning else None
-        make = functools.partial(_client, api_key, base_url, max_retries, timeout)
-        self._clients = PerLoop(client, None, _close) if client is not None else PerLoop(make(), make, _close)
+        if client is None:
+            make = functools.partial(
+                _client,
+                api_key or os.environ.get(api_key_env),
+                api_key_env,
+                base_url,
+                check_retries(max_retries),
+                idle_timeout(timeout),
+            )
+            client = make()
+            clients = PerLoop(client, make, _close)
+        else:
+            clients = PerLoop(client, None, _close)
+        read = client.timeout.read if isinstance(client.timeout, openai.Timeout) else client.timeout
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=clients,
+            secret=client.api_key,
+            attempts=client.max_retries + 1,
+            idle_timeout=read,
+        )
 
     @property
-    def name(self) -> str:
-        """The OpenAI model name, e.g. ``"gpt-5"``."""
-        return self._name
+    def base_url(self) -> str:
+        """The API's base URL (``.../v1``)."""
+        return str(self._clients.first.base_url)
 
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesModel({self._name!r})"
-
-    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
-        """Send ``request``; stream when ``on_event`` is given (or ``settings.stream``)."""
-        settings = self._settings.merged(request.settings)
+    async def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
         params = self._params(request, settings)
-        stream = settings.stream if settings.stream is not None else on_event is not None
+        if not stream:
+            return _read(await self._clients.get().responses.create(**params))
+        events = await self._clients.get().responses.create(**params, stream=True)
         try:
-            if not stream:
-                return _read(await self._clients.get().responses.create(**params))
-            events = await self._clients.get().responses.create(**params, stream=True)
             return await _Streamer(on_event).run(events)
-        except openai.APIError as exc:
-            raise_mapped(exc, provider=PROVIDER, secret=self._clients.first.api_key)
+        except ProviderError:
+            raise
+        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+            self._fail(exc, 1)
+        finally:
+            await events.close()
+
+    def _error(self, exc: Exception, attempts: int) -> ProviderError | None:
+        if isinstance(exc, openai.APITimeoutError):
+            return self._transport_error(exc, attempts, timed_out=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return self._transport_error(exc, attempts, timed_out=False)
+        if isinstance(exc, openai.APIError):
+            status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+            return provider_error(
+                self.provider,
+                status=status,
+                codes=openai_codes(exc.body, exc.code, exc.type),
+                message=exc.message,
+                headers=exc.response.headers if isinstance(exc, openai.APIStatusError) else None,
+                body=exc.body,
+                secret=self._secret,
+            )
+        return None
 
     def _params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         if settings.stop is not None or settings.seed is not None:
@@ -164,14 +207,17 @@ class OpenAIResponsesModel(ClientModel):
         return params
 
 
-def _client(api_key: str | None, base_url: str | None, max_retries: int, timeout: float | None) -> openai.AsyncOpenAI:
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+def _client(
+    key: str | None, key_env: str, base_url: str | None, max_retries: int, timeout: float
+) -> openai.AsyncOpenAI:
     if not key:
-        raise ConfigurationError("no OpenAI API key: pass api_key=... or set OPENAI_API_KEY in the environment")
-    kwargs: dict[str, Any] = {"api_key": key, "base_url": base_url, "max_retries": max_retries}
-    if timeout is not None:
-        kwargs["timeout"] = timeout
-    return openai.AsyncOpenAI(**kwargs)
+        raise ConfigurationError(f"no OpenAI API key: pass api_key=... or set {key_env} in the environment")
+    return openai.AsyncOpenAI(
+        api_key=key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=openai.Timeout(timeout, connect=min(timeout, DEFAULT_CONNECT_TIMEOUT)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -184,21 +230,24 @@ def _input(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
     leading: list[str] = []
     items: list[dict[str, Any]] = []
     for item in turns(messages):
-        if isinstance(item, SystemMessage):
-            if items:
-                items.append({"type": "message", "role": "developer", "content": item.text})
-            else:
-                leading.append(item.text)
-        elif isinstance(item, UserMessage):
-            items.append({"type": "message", "role": "user", "content": item.text})
-        elif isinstance(item, AssistantMessage):
-            items.extend(_reasoning(item.provider_data))
-            text = item.text or item.refusal
-            if text:
-                items.append(_output_message(text))
-        elif isinstance(item, ToolBatch):
-            items.extend(_batch_items(item, ids))
+        if isinstance(item, SystemMessage) and not items:
+            leading.append(item.text)
+        else:
+            items.extend(_items(item, ids))
     return "\n\n".join(leading), items
+
+
+def _items(item: Turn, ids: IdMapper) -> list[dict[str, Any]]:
+    if isinstance(item, SystemMessage):
+        return [{"type": "message", "role": "developer", "content": item.text}]
+    if isinstance(item, UserMessage):
+        return [{"type": "message", "role": "user", "content": item.text}]
+    if isinstance(item, AssistantMessage):
+        text = item.text or item.refusal
+        return _reasoning(item.provider_data) + ([_output_message(text)] if text else [])
+    if isinstance(item, ToolBatch):
+        return _batch_items(item, ids)
+    assert_never(item)
 
 
 def _reasoning(provider_data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -223,7 +272,7 @@ def _batch_items(batch: ToolBatch, ids: IdMapper) -> list[dict[str, Any]]:
         call_id = ids(call.tool_call_id)
         arguments = call.raw_arguments if call.raw_arguments is not None else _json_text(call.arguments)
         items.append({"type": "function_call", "call_id": call_id, "name": call.tool_name, "arguments": arguments})
-        outputs.append({"type": "function_call_output", "call_id": call_id, "output": call.content})
+        outputs.append({"type": "function_call_output", "call_id": call_id, "output": for_model(call).text})
     return items + outputs
 
 
@@ -303,12 +352,15 @@ class _Streamer:
         self.on_event = on_event
         self.call_index: dict[int, int] = {}
 
-    async def run(self, events: Any) -> ModelResponse:
+    async def run(self, events: AsyncIterator[Any]) -> ModelResponse:
+        """Read the stream to its end (so its connection goes back to the pool) and return the response."""
+        final: ModelResponse | None = None
         async for event in events:
-            final = self._event(event)
-            if final is not None:
-                return final
-        raise ProviderConnectionError("the OpenAI stream ended before the response finished", provider=PROVIDER)
+            if final is None:
+                final = self._event(event)
+        if final is None:
+            raise ProviderConnectionError("the OpenAI stream ended before the response finished", provider=PROVIDER)
+        return final
 
     def _event(self, event: Any) -> ModelResponse | None:
         # ``event`` is one member of the SDK's ResponseStreamEvent union, told apart by ``type``.
@@ -316,7 +368,8 @@ class _Streamer:
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return _read(cast(Response, event.response))
         if kind == "error":
-            raise stream_error(event.code, None, event.message, provider=PROVIDER, body=event.model_dump(mode="json"))
+            body = event.model_dump(mode="json")
+            raise provider_error(PROVIDER, status=None, codes=[event.code], message=event.message, body=body)
         on_event = self.on_event
         if on_event is None:
             return None
@@ -338,7 +391,8 @@ def _response_failure(response: Response) -> ProviderError:
     error = response.error
     if error is None:
         return ModelResponseError("OpenAI response failed without an error", provider=PROVIDER)
-    return stream_error(error.code, None, error.message, provider=PROVIDER, body=error.model_dump(mode="json"))
+    body = error.model_dump(mode="json")
+    return provider_error(PROVIDER, status=None, codes=[error.code], message=error.message, body=body)
 
 
 async def _close(client: Any) -> None:

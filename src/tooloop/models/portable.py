@@ -22,10 +22,11 @@ import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
-from ..messages import Message, ThinkingPart, ToolCallMessage
+from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
 
-__all__ = ["IdMapper", "ToolBatch", "own_thinking", "turns"]
+__all__ = ["IdMapper", "ToolBatch", "Turn", "own_thinking", "turns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,15 @@ class ToolBatch:
         return self.calls[0]
 
 
-def turns(messages: Sequence[Message]) -> Iterator[Message | ToolBatch]:
+Turn: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolBatch
+"""What an adapter sends, one by one: a message, or a whole tool-call batch with its results.
+
+Every adapter's dispatch over it ends in ``assert_never``, so a new message kind makes strict
+mypy name each place that must handle it.
+"""
+
+
+def turns(messages: Sequence[Message]) -> Iterator[Turn]:
     """The messages with each run of same-batch tool calls gathered into one :class:`ToolBatch`."""
     batch: list[ToolCallMessage] = []
     for message in messages:

@@ -8,9 +8,11 @@ A provider's module is imported only when a model of that provider is created, s
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ArgumentValueError, ConfigurationError
 from .base import Model, ModelSettings
@@ -57,36 +59,76 @@ def _extra_for(module_name: str) -> str:
 
 
 _OPENAI_CHAT = "tooloop.models.openai_chat:create"
+_LOCAL = {"api_key_optional": True}
 _PROVIDERS: dict[str, _Provider] = {
-    "openai": _Provider(_OPENAI_CHAT),
-    "openai-responses": _Provider("tooloop.models.openai_responses:create"),
-    "anthropic": _Provider("tooloop.models.anthropic:create"),
+    "openai": _Provider(
+        _OPENAI_CHAT,
+        {
+            "api_key_env": "OPENAI_API_KEY",
+            "base_url_env": "OPENAI_BASE_URL",
+            "max_tokens_field": "max_completion_tokens",
+            "raw_invalid_arguments": True,
+            "tool_id_max_length": 40,
+        },
+    ),
+    "openai-responses": _Provider("tooloop.models.openai_responses:create", {"base_url_env": "OPENAI_BASE_URL"}),
+    "anthropic": _Provider("tooloop.models.anthropic:create", {"base_url_env": "ANTHROPIC_BASE_URL"}),
     "google": _Provider("tooloop.models.gemini:create"),
     "gemini": _Provider("tooloop.models.gemini:create"),
-    "openai-compatible": _Provider(_OPENAI_CHAT, {"requires_base_url": True, "api_key_optional": True}),
+    "openai-compatible": _Provider(_OPENAI_CHAT, {"requires_base_url": True, **_LOCAL}),
     "ollama": _Provider(
         _OPENAI_CHAT,
-        {"base_url": "http://localhost:11434/v1", "api_key_optional": True, "api_key_env": "OLLAMA_API_KEY"},
+        {
+            "base_url": "http://localhost:11434/v1",
+            "host_env": "OLLAMA_HOST",
+            "api_key_env": "OLLAMA_API_KEY",
+            "reasoning_field": "reasoning",
+            **_LOCAL,
+        },
     ),
     "vllm": _Provider(
-        _OPENAI_CHAT, {"base_url": "http://localhost:8000/v1", "api_key_optional": True, "api_key_env": "VLLM_API_KEY"}
+        _OPENAI_CHAT,
+        {
+            "base_url": "http://localhost:8000/v1",
+            "api_key_env": "VLLM_API_KEY",
+            "reasoning_field": "reasoning",
+            **_LOCAL,
+        },
     ),
     "llamacpp": _Provider(
-        _OPENAI_CHAT,
-        {"base_url": "http://localhost:8080/v1", "api_key_optional": True, "api_key_env": "LLAMACPP_API_KEY"},
+        _OPENAI_CHAT, {"base_url": "http://localhost:8080/v1", "api_key_env": "LLAMACPP_API_KEY", **_LOCAL}
     ),
     "openrouter": _Provider(
         _OPENAI_CHAT, {"base_url": "https://openrouter.ai/api/v1", "api_key_env": "OPENROUTER_API_KEY"}
     ),
-    "groq": _Provider(_OPENAI_CHAT, {"base_url": "https://api.groq.com/openai/v1", "api_key_env": "GROQ_API_KEY"}),
+    "groq": _Provider(
+        _OPENAI_CHAT,
+        {"base_url": "https://api.groq.com/openai/v1", "api_key_env": "GROQ_API_KEY", "reasoning_field": "reasoning"},
+    ),
+    "deepseek": _Provider(
+        _OPENAI_CHAT,
+        {
+            "base_url": "https://api.deepseek.com",
+            "api_key_env": "DEEPSEEK_API_KEY",
+            "reasoning_field": "reasoning_content",
+        },
+    ),
     "test": _Provider("tooloop.testing:create_test_model"),
 }
+"""Built-in providers. Defaults are the factory's options; three are the registry's own:
+``base_url`` (the provider's default URL), ``base_url_env`` (a variable holding a whole base URL,
+e.g. ``OPENAI_BASE_URL``) and ``host_env`` (a variable holding a host, ``host:port`` or URL,
+e.g. ``OLLAMA_HOST``, completed from ``base_url``), plus ``requires_base_url``."""
 
 
 def register_provider(name: str, factory: str | ProviderFactory, **defaults: Any) -> None:
     """Make ``"name:model"`` strings create models with ``factory``.
 
     ``factory`` is a callable or an import path ``"package.module:function"`` imported on first use.
+    ``defaults`` are passed to it for every model of this provider (an explicit option wins):
+    the factory's own options, e.g. the Chat Completions quirks ``max_tokens_field``,
+    ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``, ``api_key_env``,
+    and the registry's ``base_url``, ``base_url_env`` and ``host_env`` (see docs/providers.md).
     """
     _PROVIDERS[name] = _Provider(factory, dict(defaults))
 
@@ -186,15 +228,43 @@ def get_model(
     defaults = dict(provider.defaults)
     if defaults.pop("requires_base_url", False) and base_url is None:
         raise ConfigurationError(f"{provider_name!r} models need an explicit base_url")
-    default_base_url = defaults.pop("base_url", None)
+    resolved = _base_url(base_url, defaults)
     return provider.factory()(
         model_name,
         provider=provider_name,
-        base_url=base_url if base_url is not None else default_base_url,
+        base_url=resolved,
         api_key=api_key,
         settings=settings,
         **{**defaults, **options},
     )
+
+
+def _base_url(explicit: str | None, defaults: dict[str, Any]) -> str | None:
+    """``base_url=``, else the provider's URL variable, else its host variable, else its default URL."""
+    default: str | None = defaults.pop("base_url", None)
+    url_env = defaults.pop("base_url_env", None)
+    host_env = defaults.pop("host_env", None)
+    if explicit is not None:
+        return explicit
+    if url_env and os.environ.get(url_env):
+        return os.environ[url_env]
+    if host_env and os.environ.get(host_env):
+        return host_url(os.environ[host_env], default)
+    return default
+
+
+def host_url(host: str, default: str | None) -> str:
+    """A base URL from a host variable (``box``, ``box:11500``, ``http://box:11500``): the parts it
+    leaves out (scheme, port, path) come from ``default``."""
+    base = urlsplit(default or "http://localhost")
+    given = urlsplit(host if "://" in host else f"{base.scheme}://{host}")
+    hostname = given.hostname or base.hostname or "localhost"
+    if ":" in hostname:  # an IPv6 address
+        hostname = f"[{hostname}]"
+    port = given.port or (base.port if not host.startswith(("http://", "https://")) else None)
+    netloc = f"{hostname}:{port}" if port else hostname
+    path = given.path.rstrip("/") or base.path
+    return urlunsplit((given.scheme, netloc, path, "", ""))
 
 
 def check_model_string(spec: str) -> None:

@@ -9,13 +9,13 @@ row and reading keeps the last write of each position.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from ..errors import CorruptDataError
+from ..errors import ArgumentValueError, CorruptDataError
 from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage
 from ..transcript import SCHEMA_VERSION, Transcript, message_from_dict, message_to_dict
 from .base import UNSET
@@ -24,12 +24,14 @@ __all__ = [
     "Latest",
     "Record",
     "Row",
+    "check_fork_at",
     "decode_rows",
     "encode",
     "latest_per_position",
     "metadata_changes",
     "metadata_from_json",
     "plan_rows",
+    "session_details",
     "to_datetime",
     "usage_from_json",
     "usage_to_dict",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 _R = TypeVar("_R", bound=tuple[Any, ...])
+_T = TypeVar("_T")
 
 _UNFINISHED = frozenset({ToolCallStatus.STARTED.value, ToolCallStatus.PENDING.value})
 
@@ -140,22 +143,30 @@ def decode_rows(session_id: str, rows: Iterable[tuple[int, int, int, str]]) -> T
     """The transcript from ``(seq, pos, format, data)`` rows in ``seq`` order.
 
     Only the last write of each position is parsed. A row that cannot be read raises
-    :class:`CorruptDataError` naming the session and the row's ``seq``.
+    :class:`CorruptDataError` naming the session, the message's position and the row's ``seq``;
+    its ``transcript`` holds the messages before it.
     """
     final = latest_per_position(session_id, rows)
-    return Transcript([_decode(session_id, seq, fmt, data) for seq, _pos, fmt, data in final])
+    messages: list[Message] = []
+    for seq, pos, fmt, data in final:
+        try:
+            messages.append(_decode(session_id, seq, pos, fmt, data))
+        except CorruptDataError as error:
+            error.transcript = Transcript(messages)  # the readable messages before it are kept
+            raise
+    return Transcript(messages)
 
 
-def _decode(session_id: str, seq: int, fmt: int, data: str) -> Message:
+def _decode(session_id: str, seq: int, pos: int, fmt: int, data: str) -> Message:
+    where = f"session {session_id!r}: message {pos} (seq={seq})"
     if fmt > SCHEMA_VERSION:
         raise CorruptDataError(
-            f"session {session_id!r}: message at seq={seq} uses format {fmt}, newer than this tooloop "
-            f"reads ({SCHEMA_VERSION}); upgrade tooloop"
+            f"{where} uses format {fmt}, newer than this tooloop reads ({SCHEMA_VERSION}); upgrade tooloop"
         )
     try:
         return message_from_dict(json.loads(data))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CorruptDataError(f"session {session_id!r}: message at seq={seq} cannot be read: {exc!r}") from exc
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise CorruptDataError(f"{where} cannot be read: {exc!r}") from exc
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
@@ -186,6 +197,32 @@ def usage_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> Us
         raise CorruptDataError(f"session {session_id!r}: usage cannot be read: {exc!r}") from exc
 
 
+def session_details(
+    session_id: str, usage: str | Mapping[str, Any] | None, metadata: str | Mapping[str, Any] | None, *, lenient: bool
+) -> tuple[Usage, dict[str, Any], str | None]:
+    """A session's usage and metadata columns, read.
+
+    With ``lenient`` (listing sessions) a column that cannot be read is replaced by its empty
+    value and the problem is returned, so one damaged session never hides the others; otherwise
+    it raises :class:`CorruptDataError`.
+    """
+    problems: list[str] = []
+    read_usage = _column(lambda: usage_from_json(session_id, usage), Usage(), problems, lenient)
+    no_metadata: dict[str, Any] = {}
+    read_metadata = _column(lambda: metadata_from_json(session_id, metadata), no_metadata, problems, lenient)
+    return read_usage, read_metadata, "; ".join(problems) or None
+
+
+def _column(read: Callable[[], _T], empty: _T, problems: list[str], lenient: bool) -> _T:
+    try:
+        return read()
+    except CorruptDataError as exc:
+        if not lenient:
+            raise
+        problems.append(str(exc))
+        return empty
+
+
 def metadata_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> dict[str, Any]:
     """A session's metadata dict."""
     if text is None:
@@ -197,6 +234,15 @@ def metadata_from_json(session_id: str, text: str | Mapping[str, Any] | None) ->
     if not isinstance(data, dict):
         raise CorruptDataError(f"session {session_id!r}: metadata is not an object")
     return data
+
+
+def check_fork_at(session_id: str, at: Any, count: int) -> None:
+    """Raise :class:`ArgumentValueError` unless ``fork(session_id, at)`` names a position of the session."""
+    if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= count:
+        raise ArgumentValueError(
+            f"fork(at={at!r}) is outside session {session_id!r}, which has {count} messages; "
+            f"pass a whole number from 0 to {count}"
+        )
 
 
 def to_datetime(epoch: float | None) -> datetime | None:

@@ -38,6 +38,10 @@ class SessionInfo:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     version: int = 0
     """How many records were written to the session; what ``expected_version`` compares with."""
+    problem: str | None = None
+    """Set by ``list_sessions()`` when part of this session's record (usage, metadata) cannot be
+    read: that part shows as empty and the other sessions are listed all the same. Reading the
+    session itself (``get_session``) raises :class:`~tooloop.errors.CorruptDataError`."""
 
 
 @runtime_checkable

@@ -29,14 +29,14 @@ from ._common import BaseStore
 from ._records import (
     Latest,
     Record,
+    check_fork_at,
     decode_rows,
     encode,
     latest_per_position,
     metadata_changes,
-    metadata_from_json,
     plan_rows,
+    session_details,
     to_datetime,
-    usage_from_json,
     usage_to_json,
 )
 from .base import UNSET, SessionInfo
@@ -138,7 +138,7 @@ class PostgresStore(BaseStore):
                 f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions ORDER BY updated_at DESC, id LIMIT %s OFFSET %s",
                 (limit, offset),
             )
-            return [_info(row) for row in await cursor.fetchall()]
+            return [_info(row, lenient=True) for row in await cursor.fetchall()]
 
     async def set_metadata(
         self,
@@ -177,8 +177,7 @@ class PostgresStore(BaseStore):
         await self.open()
         async with self._pool.connection() as conn, conn.transaction():
             parent = await _require(conn, session_id, lock=True)
-            if not 0 <= at <= parent.message_count:
-                raise ValueError(f"cannot fork session {session_id!r} at {at}: it has {parent.message_count} messages")
+            check_fork_at(session_id, at, parent.message_count)
             cursor = await conn.execute(
                 "SELECT seq, pos, tool_call_id, status, format, data FROM tooloop_messages "
                 "WHERE session_id = %s ORDER BY seq",
@@ -212,8 +211,9 @@ async def _migrate(conn: _Conn, migrations: tuple[Migration, ...]) -> None:
             await conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (%s, %s)", (migration.version, time.time()))
 
 
-def _info(row: tuple[Any, ...]) -> SessionInfo:
+def _info(row: tuple[Any, ...], *, lenient: bool = False) -> SessionInfo:
     session_id = row[0]
+    usage, metadata, problem = session_details(session_id, row[7], row[8], lenient=lenient)
     return SessionInfo(
         id=session_id,
         title=row[1],
@@ -222,8 +222,9 @@ def _info(row: tuple[Any, ...]) -> SessionInfo:
         updated_at=to_datetime(row[4]),
         version=int(row[5]),
         message_count=int(row[6]),
-        usage=usage_from_json(session_id, row[7]),
-        metadata=metadata_from_json(session_id, row[8]),
+        usage=usage,
+        metadata=metadata,
+        problem=problem,
     )
 
 

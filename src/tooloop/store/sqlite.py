@@ -23,14 +23,14 @@ from ._common import BaseStore
 from ._records import (
     Latest,
     Record,
+    check_fork_at,
     decode_rows,
     encode,
     latest_per_position,
     metadata_changes,
-    metadata_from_json,
     plan_rows,
+    session_details,
     to_datetime,
-    usage_from_json,
     usage_to_json,
 )
 from .base import UNSET, SessionInfo
@@ -142,7 +142,7 @@ class SQLiteStore(BaseStore):
         """Sessions, most recently updated first."""
         sql = f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
         rows = await self._run(lambda conn: conn.execute(sql, (limit, offset)).fetchall())
-        return [_info(row) for row in rows]
+        return [_info(row, lenient=True) for row in rows]
 
     async def set_metadata(
         self,
@@ -232,8 +232,9 @@ def _migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...], where:
     conn.execute("COMMIT")
 
 
-def _info(row: tuple[Any, ...]) -> SessionInfo:
+def _info(row: tuple[Any, ...], *, lenient: bool = False) -> SessionInfo:
     session_id = row[0]
+    usage, metadata, problem = session_details(session_id, row[7], row[8], lenient=lenient)
     return SessionInfo(
         id=session_id,
         title=row[1],
@@ -242,8 +243,9 @@ def _info(row: tuple[Any, ...]) -> SessionInfo:
         updated_at=to_datetime(row[4]),
         version=row[5],
         message_count=row[6],
-        usage=usage_from_json(session_id, row[7]),
-        metadata=metadata_from_json(session_id, row[8]),
+        usage=usage,
+        metadata=metadata,
+        problem=problem,
     )
 
 
@@ -297,8 +299,7 @@ def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], ex
 
 def _fork(conn: sqlite3.Connection, session_id: str, at: int, new_id: str) -> None:
     parent = _require(conn, session_id)
-    if not 0 <= at <= parent.message_count:
-        raise ValueError(f"cannot fork session {session_id!r} at {at}: it has {parent.message_count} messages")
+    check_fork_at(session_id, at, parent.message_count)
     rows = conn.execute(
         "SELECT seq, pos, tool_call_id, status, format, data FROM tooloop_messages WHERE session_id = ? ORDER BY seq",
         (session_id,),

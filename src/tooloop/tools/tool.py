@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from .._checks import describe, require, require_count, require_seconds, require_text
 from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolArgumentsError
+from ..messages import thaw
 from ..models.base import ToolDefinition
 
 if TYPE_CHECKING:
@@ -115,13 +116,16 @@ class Tool:
         return inspect.iscoroutinefunction(self.function)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Validated keyword arguments for the function; raises :class:`ToolArgumentsError`."""
+        """Validated keyword arguments for the function; raises :class:`ToolArgumentsError`.
+
+        They are a deep copy: the function may change them without touching the recorded call.
+        """
         if self.args_model is None:
-            return dict(arguments)
+            return {key: thaw(value) for key, value in arguments.items()}
         from pydantic import ValidationError
 
         try:
-            parsed = self.args_model.model_validate(arguments)
+            parsed = self.args_model.model_validate(thaw(arguments))
         except ValidationError as exc:
             raise ToolArgumentsError(_validation_message(self.name, exc)) from None
         return dict(parsed.__dict__)  # a model's __dict__ holds exactly its field values
