@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._render import arguments_text
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
 from ..store import BaseStore, SessionInfo, open_store
 from .app import Debug, JsonFlag, Store, finish
@@ -126,7 +127,7 @@ def _texts(message: Message) -> list[str]:
     if isinstance(message, AssistantMessage):
         return [message.text, message.refusal or ""]
     assert isinstance(message, ToolCallMessage)
-    return [message.message, message.tool_name, json.dumps(dict(message.arguments), default=str), message.content]
+    return [message.message, message.tool_name, arguments_text(message.arguments), message.content]
 
 
 def _snippet(text: str, needle: str, width: int = 60) -> str:
