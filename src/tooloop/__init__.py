@@ -39,6 +39,7 @@ from .errors import (
     UserError,
 )
 from .events import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageAdded,
@@ -80,6 +81,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",

@@ -69,7 +69,7 @@ class _Options:
             session_id=self.session_id,
             rerun_interrupted=self.rerun_interrupted,
         )
-        _check_tools(self.tools)
+        _check_tools(self)
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
             raise ArgumentTypeError(
                 f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
@@ -102,8 +102,8 @@ class Agent:
         output_type: Any = None,
         hooks: Hooks | None = None,
         approve: Approver | None = None,
-        allowed_tools: Iterable[str] | None = None,
-        denied_tools: Iterable[str] = (),
+        allowed_tools: Iterable[str] | str | None = None,
+        denied_tools: Iterable[str] | str = (),
         settings: ModelSettings | None = None,
         context: ContextShaper | None = None,
         rerun_interrupted: bool = True,
@@ -119,8 +119,8 @@ class Agent:
             output_type=output_type,
             hooks=hooks if hooks is not None else Hooks(),
             approver=approve,
-            allowed_tools=frozenset(allowed_tools) if allowed_tools is not None else None,
-            denied_tools=frozenset(denied_tools),
+            allowed_tools=_names(allowed_tools, "allowed_tools") if allowed_tools is not None else None,
+            denied_tools=_names(denied_tools, "denied_tools"),
             settings=settings if settings is not None else ModelSettings(),
             context=context,
             rerun_interrupted=rerun_interrupted,
@@ -380,12 +380,34 @@ class Agent:
         return replace(result, usage=usage, start=start or 0)
 
 
-def _check_tools(tools: Sequence[Tool]) -> None:
+def _names(value: Iterable[str] | str, parameter: str) -> frozenset[str]:
+    """Tool names given to ``parameter``: a string is one name, not a list of letters."""
+    if isinstance(value, str):
+        return frozenset((value,))
+    try:
+        names = frozenset(value)
+    except TypeError:
+        raise ConfigurationError(f"{parameter} takes a tool name or a list of tool names, got {value!r}") from None
+    wrong = sorted(repr(n) for n in names if not isinstance(n, str))
+    if wrong:
+        raise ConfigurationError(f"{parameter} takes tool names (strings), got {', '.join(wrong)}")
+    return names
+
+
+def _check_tools(options: _Options) -> None:
     seen: set[str] = set()
-    for tool in tools:
+    for tool in options.tools:
         if tool.name in seen:
             raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must be unique")
         seen.add(tool.name)
+    for parameter, names in (("allowed_tools", options.allowed_tools), ("denied_tools", options.denied_tools)):
+        unknown = sorted(names - seen) if names else []
+        if unknown:
+            available = ", ".join(sorted(seen)) or "none"
+            raise ConfigurationError(
+                f"{parameter} names {', '.join(map(repr, unknown))}, which is not a tool of this agent "
+                f"(its tools: {available}); check the spelling"
+            )
 
 
 def _resolve(options: _Options) -> RunConfig:

@@ -2,6 +2,21 @@
 
 Model adapters emit the first three (:data:`ModelEvent`) while a response streams in; the loop
 emits the rest.
+
+The contract for tool calls, which UIs, telemetry and editor integrations can rely on:
+
+* every call the model asked for ends with exactly one :class:`ToolCallFinished`, whatever its
+  outcome: a result, an error, a call that never ran (unknown tool, arguments that are not JSON
+  or fail validation, denied by a list or an approver, over ``max_tool_calls_per_turn``, cut off
+  by the output limit, stopped by a hook), a cancellation or an interruption. Calls that never
+  ran get no :class:`ToolCallStarted`;
+* :class:`ToolCallStarted` comes only for a call that really begins to run, before its
+  :class:`ToolCallFinished`;
+* a call waiting for approval when the run pauses (``StopReason.APPROVAL_REQUIRED``) has no
+  finished event in that run; the run that decides it emits it;
+* every :class:`ApprovalRequested` is followed by exactly one :class:`ApprovalDecided` for the
+  same request, before the call's :class:`ToolCallFinished`;
+* the ``after_tool_call`` hook is called once for each :class:`ToolCallFinished`, just before it.
 """
 
 from __future__ import annotations
@@ -13,9 +28,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 from .messages import Message, ModelResponse, ToolCallMessage, Usage
 
 if TYPE_CHECKING:
-    from .loop.result import ApprovalRequest, RunResult
+    from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
 
 __all__ = [
+    "ApprovalDecided",
     "ApprovalRequested",
     "Event",
     "EventHandler",
@@ -86,7 +102,10 @@ class ModelRequestFinished:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
-    """A tool call began to run, with the arguments it runs with."""
+    """A tool call began to run, with the arguments it runs with.
+
+    Only calls that really run are announced; each is followed by one :class:`ToolCallFinished`.
+    """
 
     tool_call_id: str
     tool_name: str
@@ -96,7 +115,11 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
-    """A tool call has its outcome (result, error, denial or cancellation)."""
+    """A tool call has its final outcome (result, error, denial, cancellation or interruption).
+
+    Emitted exactly once for every call the model asked for, including calls that never ran;
+    ``message.status`` and ``message.content`` say what happened and what the model is told.
+    """
 
     message: ToolCallMessage
     kind: ClassVar[Literal["tool_call_finished"]] = "tool_call_finished"
@@ -104,10 +127,23 @@ class ToolCallFinished:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequested:
-    """A tool call waits for a decision."""
+    """A tool call waits for the approver's decision; one :class:`ApprovalDecided` follows."""
 
     request: ApprovalRequest
     kind: ClassVar[Literal["approval_requested"]] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """The approver answered an :class:`ApprovalRequested` (always emitted, once per request).
+
+    ``decision`` is None when no decision came: the run was cancelled or the approver failed
+    while it was being asked.
+    """
+
+    request: ApprovalRequest
+    decision: ApprovalDecision | None
+    kind: ClassVar[Literal["approval_decided"]] = "approval_decided"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +171,7 @@ Event: TypeAlias = (
     | ToolCallStarted
     | ToolCallFinished
     | ApprovalRequested
+    | ApprovalDecided
     | MessageAdded
     | RunFinished
 )

@@ -22,8 +22,9 @@ from .messages import ToolCallMessage, ToolCallStatus
 
 __all__ = ["AWAITING", "INTERRUPTED", "ToolOutcome", "for_model", "render_error", "render_result"]
 
-INTERRUPTED = "Error: this tool call was interrupted before it produced a result."
-"""The result of a call that started and never finished (a crash, an edited history)."""
+INTERRUPTED = "Error: this tool call was interrupted before it produced a result; it was not run again."
+"""The result of a call that started and never finished (a crash, an edited history), closed
+without running it again (a new prompt arrived, or it is not in the last batch)."""
 
 AWAITING = "Awaiting approval: this call has not run yet."
 """The result of a call waiting for a person's decision (never sent to a model)."""

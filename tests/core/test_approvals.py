@@ -194,3 +194,25 @@ async def test_approver_that_raises_keeps_the_calls_in_the_transcript() -> None:
     assert transcript[1].status is ToolCallStatus.CANCELLED
     assert transcript[1].message == "cleaning up"
     assert_valid(transcript)
+
+
+async def test_a_string_given_to_denied_tools_is_one_tool_name_not_its_letters() -> None:
+    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("d", "delete", {"path": "x"})]), "ok"])
+    agent = Agent(model, tools=[look, delete], denied_tools="delete", approve=lambda r: True)
+    result = await agent.run("go")
+    assert [t.name for t in model.requests[0].tools] == ["look"]
+    assert result.tool_calls[0].status is ToolCallStatus.DENIED
+    assert deleted == []
+    only_look = Agent(ScriptedModel(["ok"]), tools=[look, delete], allowed_tools="look")
+    assert [t.name for t in only_look.tools] == ["look"]
+
+
+@pytest.mark.parametrize(
+    ("option", "names"),
+    [("allowed_tools", ["ad"]), ("denied_tools", ["look", "delete_file"]), ("denied_tools", "lok")],
+)
+def test_a_tool_list_naming_no_tool_of_the_agent_is_a_configuration_error(option: str, names: object) -> None:
+    from tooloop import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=rf"{option} names '(ad|delete_file|lok)'.*its tools: delete, look"):
+        Agent(ScriptedModel(["ok"]), tools=[look, delete], **{option: names})  # type: ignore[arg-type]

@@ -204,3 +204,41 @@ async def test_continue_after_a_cancelled_run() -> None:
     assert result.text == "never asked"
     assert result.stop_reason is StopReason.END_TURN
     assert_valid(result.transcript)
+
+
+@pytest.mark.parametrize("token_first", [True, False])
+async def test_task_cancel_propagates_even_when_a_cancel_token_fires_at_the_same_moment(token_first: bool) -> None:
+    started = asyncio.Event()
+    token = CancelToken()
+    task = asyncio.create_task(_hang_agent(started).run("go", cancel=token))
+    await started.wait()
+    if token_first:
+        token.cancel()
+        task.cancel()
+    else:
+        task.cancel()
+        token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, SAFETY)
+    assert task.cancelled()
+
+
+async def test_a_cancel_token_alone_still_ends_the_run_as_cancelled_after_a_foreign_cancel_was_absorbed() -> None:
+    """The caller's own earlier cancellation (caught and uncancelled) does not confuse the token."""
+    started = asyncio.Event()
+    token = CancelToken()
+
+    async def caller() -> StopReason:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass  # the caller absorbs a cancellation without uncancel(): cancelling() stays 1
+        result = await _hang_agent(started).run("go", cancel=token)
+        return result.stop_reason
+
+    task = asyncio.create_task(caller())
+    await asyncio.sleep(0)
+    task.cancel()
+    await started.wait()
+    token.cancel()
+    assert await asyncio.wait_for(task, SAFETY) is StopReason.CANCELLED

@@ -11,6 +11,7 @@ import tooloop
 
 PUBLIC = [
     "Agent",
+    "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalMismatchError",
     "ApprovalRequest",

@@ -274,16 +274,22 @@ async def test_a_run_cancelled_before_it_began_keeps_and_stores_its_prompt(tmp_p
 async def test_plain_task_cancellation_still_journals_what_the_transcript_says(tmp_path: Path) -> None:
     from tooloop import open_store
 
+    started = asyncio.Event()
+
     @tool
     async def slow() -> str:
         """Take long."""
-        await asyncio.sleep(5)
+        started.set()
+        await asyncio.sleep(30)
         return "late"
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     agent = Agent(_calls_then("never", ToolCall("c1", "slow", {})), tools=[slow], store=url)
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(agent.run("go", session_id="w"), 0.3)
+    task = asyncio.ensure_future(agent.run("go", session_id="w"))
+    await asyncio.wait_for(started.wait(), 30)  # cancel once the tool runs, however loaded the machine
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     async with open_store(url) as store:
         stored = await store.load("w")
     assert [c.status for c in stored.tool_invocations] == [ToolCallStatus.CANCELLED]

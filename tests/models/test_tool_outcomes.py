@@ -27,7 +27,7 @@ EXPECTED = [
     ("Error: ValueError: boom", True),
     ("Error: ToolDeniedError: tool 'rm' is not allowed", True),
     ("Error: CancelledError: the run was cancelled", True),
-    ("Error: this tool call was interrupted before it produced a result.", True),
+    ("Error: this tool call was interrupted before it produced a result; it was not run again.", True),
     ("Error: the tool call failed.", True),
 ]
 

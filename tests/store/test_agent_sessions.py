@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,77 @@ async def test_a_hook_that_stops_the_run_in_a_resumed_batch_stops_it_before_the_
     assert result.stop_reason is StopReason.STOPPED_BY_HOOK
     assert model.requests == []
     assert [c.status for c in result.transcript.tool_invocations] == [ToolCallStatus.OK]
+
+
+async def test_a_new_prompt_never_runs_interrupted_calls_again_and_closes_them_as_interrupted(store_url: str) -> None:
+    from tooloop import Hooks, StepContext, ToolCallFinished, ToolCallMessage
+
+    paid: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    started = ToolCallMessage(
+        tool_name="pay", tool_call_id="c1", arguments={"amount": 5}, status=ToolCallStatus.STARTED, batch_id="b"
+    )
+    async with open_store(store_url) as store:
+        await store.append("s", [UserMessage("pay 5"), started])
+    after: list[str] = []
+
+    def watch(context: StepContext) -> None:
+        assert context.result is not None
+        after.append(context.result.tool_call_id)
+
+    model = ScriptedModel(["It is sunny."])
+    agent = Agent(model, tools=[pay], store=store_url, hooks=Hooks(after_tool_call=watch))
+    finished = []
+    async with agent.stream("what is the weather?", session_id="s") as events:
+        async for event in events:
+            if isinstance(event, ToolCallFinished):
+                finished.append(event.message)
+
+    assert paid == []  # the side effect is never repeated without being asked
+    (closed,) = finished
+    assert closed.status is ToolCallStatus.ERROR and "not run again" in closed.content
+    assert after == ["c1"]
+    sent = model.requests[0].messages
+    assert [m.kind for m in sent] == ["user", "tool_call", "user"]
+    assert "interrupted" in sent[1].content and "not run again" in sent[1].content
+    async with open_store(store_url) as store:
+        stored = await store.load("s")
+    assert [m.kind for m in stored] == ["user", "tool_call", "user", "assistant"]
+    assert stored.tool_invocations[0].status is ToolCallStatus.ERROR
+    assert "not run again" in stored.tool_invocations[0].content
+
+    # an explicit continuation is the only way to run it again: resume() on a fresh interruption
+    async with open_store(store_url) as store:
+        await store.append("s2", [UserMessage("pay 7"), replace(started, arguments={"amount": 7})])
+    await Agent(ScriptedModel(["Paid."]), tools=[pay], store=store_url).resume("s2")
+    assert paid == [7]
+
+
+async def test_a_new_prompt_on_a_history_whose_last_batch_was_interrupted_does_not_run_it_again() -> None:
+    from tooloop import ToolCallMessage
+
+    paid: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    history = [
+        UserMessage("pay 5"),
+        ToolCallMessage(tool_name="pay", tool_call_id="c1", arguments={"amount": 5}, status=ToolCallStatus.STARTED),
+    ]
+    agent = Agent(ScriptedModel(["ok", "Paid."]), tools=[pay])
+    result = await agent.run("something else", history=history)
+    assert paid == []
+    assert "not run again" in result.transcript[1].content
+    assert result.tool_calls[0].status is ToolCallStatus.ERROR
+    continued = await agent.run(None, history=history)  # the explicit continuation runs it
+    assert paid == [5] and continued.tool_calls[0].status is ToolCallStatus.OK

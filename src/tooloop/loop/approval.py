@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ApprovalMismatchError, ToolArgumentsError, ToolDeniedError
-from ..events import ApprovalRequested
+from ..events import ApprovalDecided, ApprovalRequested
 from ..messages import ToolCallMessage, ToolCallStatus
 from ..outcome import AWAITING
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
@@ -34,11 +34,10 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
         request = _request(slot.template)
         decision = batch.decisions.get(slot.template.tool_call_id)
         if decision is None and batch.approver is not None:
-            batch.emit(ApprovalRequested(request))
-            decision = await _ask(batch.approver, request)
+            decision = await _consult(batch, batch.approver, request)
         if decision is None and deny_undecided:
             error = ToolDeniedError("no decision was given before the conversation continued")
-            slot.finish(ToolCallStatus.DENIED, error=error, limit=None)
+            slot.finish(ToolCallStatus.DENIED, error=error)
             continue
         if decision is None:
             slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
@@ -46,6 +45,17 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
             continue
         _apply(slot, request, decision)
     return waiting
+
+
+async def _consult(batch: BatchContext, approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
+    """Ask ``approver``, with an :class:`ApprovalRequested` event and always its :class:`ApprovalDecided`."""
+    batch.emit(ApprovalRequested(request))
+    decision = None
+    try:
+        decision = await _ask(approver, request)
+    finally:
+        batch.emit(ApprovalDecided(request, decision))
+    return decision
 
 
 async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
@@ -95,7 +105,7 @@ def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> 
     _verify(request, decision)
     if not decision.approved:
         message = decision.message or f"the user denied this call to {request.tool_name!r}"
-        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message), limit=None)
+        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message))
         return
     if decision.arguments is not None:
         assert slot.tool is not None
@@ -103,4 +113,4 @@ def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> 
         try:
             slot.kwargs = slot.tool.validate(decision.arguments)
         except ToolArgumentsError as exc:
-            slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
+            slot.finish(ToolCallStatus.ERROR, error=exc)

@@ -95,8 +95,12 @@ class CancelToken:
         if late:
             self._deliver_soon(task, generation)
 
-    def _detach(self, task: asyncio.Task[object] | None) -> None:
-        """The loop calls this when the step ends; a cancel still in flight is dropped."""
-        if task is not None:
-            with self._lock:
-                self._steps.pop(task, None)
+    def _detach(self, task: asyncio.Task[object] | None) -> bool:
+        """The loop calls this when the step ends; a cancel still in flight is dropped.
+
+        Returns True when this token cancelled ``task`` during the step (called once per step).
+        """
+        if task is None:
+            return False
+        with self._lock:
+            return self._steps.pop(task, None) is None

@@ -45,7 +45,7 @@ from .control import StepContext, call_hook
 from .limits import budget_spent, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
 from .record import EventSink, Journal, Recorder
-from .repair import interrupted, repair, unfinished_tail
+from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
 from .step import StepRunner
@@ -53,6 +53,7 @@ from .toolphase import (
     BatchContext,
     Slot,
     cancel_unfinished,
+    close_all,
     not_run,
     run_batch,
     slots_from_messages,
@@ -394,10 +395,10 @@ class Run:
         return self._stop_asked
 
     async def _resume_batch(self, start: int, calls: list[ToolCallMessage]) -> None:
-        if not self.config.rerun_interrupted:
-            calls = [interrupted(c) if c.status is ToolCallStatus.STARTED else c for c in calls]
+        # Only an explicit continuation (no new prompt) runs interrupted calls again.
+        rerun = self.config.rerun_interrupted and self._prompt is None
         batch = self._batch_context()
-        slots = slots_from_messages(calls, batch)
+        slots = slots_from_messages(calls, batch, rerun=rerun)
         check_decisions(slots, self.decisions)  # before the batch leaves the transcript
         self.record.transcript = self.record.transcript[:start]
         self.start = min(self.start, start)
@@ -412,9 +413,12 @@ class Run:
             if record.journal is not None:
                 await record.record_started(s.template for s in slots if s.outcome is None)
             await run_batch(slots, batch, self.iteration)
-        finally:
-            # interrupted while deciding: the calls are kept, marked as not run
+        except BaseException:
+            # interrupted while deciding or running: the calls are kept, marked as not run
             cancel_unfinished(slots, "the run stopped before this call ran")
+            await close_all(slots, batch, quiet=True)
+            raise
+        finally:
             record.append([s.outcome for s in slots if s.outcome is not None])
             self._batch = []
         await record.flush()
@@ -429,7 +433,12 @@ class Run:
         error, reason = not_run(self.stop_reason, response)
         for slot in slots:
             if slot.outcome is None:
-                slot.finish(ToolCallStatus.CANCELLED, error=error, limit=None)
+                slot.finish(ToolCallStatus.CANCELLED, error=error)
+        self._batch = slots
+        try:
+            await close_all(slots, self._batch_context())
+        finally:
+            self._batch = []
         await self.record.add(*[s.outcome for s in slots if s.outcome is not None])
         self._stop(reason)
         if reason is StopReason.TOKEN_BUDGET and self.config.limits.final_answer_on_limit:

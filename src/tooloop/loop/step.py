@@ -63,7 +63,9 @@ class StepRunner:
             self._keep_partial()
             await self._record.flush()
             return False
+        baseline = task.cancelling() if task is not None else 0
         self.token._attach(task)
+        attached = True
         completed = True
         error: ToolloopError | None = None
         try:
@@ -72,20 +74,24 @@ class StepRunner:
             else:
                 async with asyncio.timeout_at(self.deadline):
                     await step
-        except asyncio.CancelledError:
-            if not self.token.cancelled or task is None:
-                # Not ours: the caller's cancellation goes on, but first the journal learns what
-                # the transcript now says (calls cut off are recorded as cancelled, not started).
-                self.token._detach(task)
+        except asyncio.CancelledError as exc:
+            attached = False
+            delivered = self.token._detach(task)
+            if task is not None and not delivered and task.cancelling() <= baseline:
+                error = _spurious(exc)  # raised from inside; nobody cancelled the run
+            elif not _only_ours(task, delivered, baseline):
+                # Not (only) ours: the caller's cancellation goes on, but first the journal learns
+                # what the transcript now says (calls cut off are recorded as cancelled, not started).
                 await _quietly(self._record.flush(quiet=True))
                 raise
-            task.uncancel()
-            self._keep_partial()
-            completed = False
+            else:
+                self._keep_partial()
+                completed = False
         except Exception as exc:
             error = self._as_error(exc)
         finally:
-            self.token._detach(task)  # before the journal is written: a late cancel must not cut it
+            if attached:
+                self.token._detach(task)  # before the journal is written: a late cancel must not cut it
         if error is not None:
             raise await self._failed(error)
         await self._record.flush()
@@ -126,6 +132,21 @@ class StepRunner:
         if self._partial:
             text, self._partial = "".join(self._partial), None
             self._record.append([AssistantMessage(text, stop_reason=StopReason.CANCELLED)])
+
+
+def _only_ours(task: asyncio.Task[Any] | None, delivered: bool, baseline: int) -> bool:
+    """Whether the token alone cancelled the step (then the cancellation is absorbed).
+
+    A ``task.cancel()`` from anyone else always goes on as ``CancelledError``, even when the
+    token fired at the same moment.
+    """
+    return task is not None and delivered and task.uncancel() <= baseline
+
+
+def _spurious(exc: asyncio.CancelledError) -> RunError:
+    error = RunError(f"CancelledError was raised inside the run although nobody cancelled it: {exc!r}")
+    error.__cause__ = exc
+    return error
 
 
 async def _quietly(write: Awaitable[None]) -> None:

@@ -2,11 +2,17 @@
 
 The batch sees its run only through :class:`BatchContext`: the tools, the limits and hooks,
 the approvals, and a few callbacks into the run's record and stop state.
+
+Every call the model asked for is *closed* exactly once, whatever its outcome (a result, an
+error, a denial, a refusal before it ran, a cancellation, an interruption): its
+``after_tool_call`` hook is called once and one :class:`~tooloop.events.ToolCallFinished` is
+emitted (:func:`close`). A call waiting for approval is closed by the run that decides it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,13 +29,15 @@ from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .limits import Limits
 from .observe import Watch
-from .repair import unique_id
+from .repair import interrupted, unique_id
 from .result import ApprovalDecision
 
 __all__ = [
     "BatchContext",
     "Slot",
     "cancel_unfinished",
+    "close",
+    "close_all",
     "not_run",
     "run_batch",
     "slots_from_messages",
@@ -72,15 +80,34 @@ class Slot:
 
     template: ToolCallMessage
     tool: Tool | None
+    limit: int | None = None
+    """``Limits.max_tool_result_chars``: what the model is told is cut to this, errors included."""
     kwargs: dict[str, Any] | None = None
     outcome: ToolCallMessage | None = None
+    hooked: bool = False
+    """``after_tool_call`` was called for this call (it is called once, whatever the outcome)."""
+    closed: bool = False
+    """``ToolCallFinished`` was emitted (or the call was closed by an earlier run)."""
 
     def finish(
-        self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None, limit: int | None
+        self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None
     ) -> ToolCallMessage:
-        content = render_result(result, limit) if error is None else render_error(error)
+        """Give the call its outcome; a result that cannot be rendered becomes the call's error."""
+        if error is None:
+            try:
+                content = render_result(result, self.limit)
+            except Exception as exc:  # recursive data, a model whose dump raises...
+                status, result, error = ToolCallStatus.ERROR, None, _unrenderable(exc)
+        if error is not None:
+            content = render_error(error, self.limit)
         self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
         return self.outcome
+
+
+def _unrenderable(exc: Exception) -> ToolError:
+    error = ToolError(f"the tool ran, but its result could not be serialised: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
@@ -104,15 +131,14 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
             thinking=response.thinking if index == 0 else (),
             provider_data=_merge_data(response.provider_data if index == 0 else {}, call.provider_data or {}),
         )
-        slot = Slot(template, batch.tools.get(call.name))
+        slot = Slot(template, batch.tools.get(call.name), batch.limits.max_tool_result_chars)
         if error is not None:
-            slot.finish(ToolCallStatus.ERROR, error=error, limit=None)
+            slot.finish(ToolCallStatus.ERROR, error=error)
         elif index >= batch.limits.max_tool_calls_per_turn:
             limit = batch.limits.max_tool_calls_per_turn
             slot.finish(
                 ToolCallStatus.ERROR,
                 error=ToolError(f"not run: at most {limit} tool calls run per response; ask again for the rest"),
-                limit=None,
             )
         else:
             _check(slot, batch)
@@ -120,15 +146,20 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
     return slots
 
 
-def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext) -> list[Slot]:
-    """Slots for a stored batch: finished calls keep their outcome, unfinished ones are re-checked."""
+def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext, *, rerun: bool) -> list[Slot]:
+    """Slots for a stored batch: finished calls keep their outcome (closed by the run that finished
+    them), unfinished ones are re-checked. A call that started without a result runs again only
+    with ``rerun`` (an explicit continuation); otherwise it is closed as interrupted."""
     slots = []
     for message in calls:
-        slot = Slot(replace(message, status=ToolCallStatus.STARTED, content=""), batch.tools.get(message.tool_name))
+        template = replace(message, status=ToolCallStatus.STARTED, content="")
+        slot = Slot(template, batch.tools.get(message.tool_name), batch.limits.max_tool_result_chars)
         if message.status.finished:
-            slot.outcome = message
+            slot.outcome, slot.hooked, slot.closed = message, True, True
+        elif message.status is ToolCallStatus.STARTED and not rerun:
+            slot.outcome = interrupted(template)
         elif message.raw_arguments is not None:
-            slot.finish(ToolCallStatus.ERROR, error=ToolArgumentsError("arguments are not valid JSON"), limit=None)
+            slot.finish(ToolCallStatus.ERROR, error=ToolArgumentsError("arguments are not valid JSON"))
         else:
             _check(slot, batch)
         slots.append(slot)
@@ -161,25 +192,28 @@ def _merge_data(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str
 def _check(slot: Slot, batch: BatchContext) -> None:
     name = slot.template.tool_name
     if name in batch.denied:
-        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(f"tool {name!r} is not allowed"), limit=None)
+        slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(f"tool {name!r} is not allowed"))
         return
     if slot.tool is None:
         available = ", ".join(sorted(batch.tools)) or "none"
         error = UnknownToolError(f"unknown tool {name!r}; available tools: {available}")
-        slot.finish(ToolCallStatus.ERROR, error=error, limit=None)
+        slot.finish(ToolCallStatus.ERROR, error=error)
         return
     try:
         slot.kwargs = slot.tool.validate(slot.template.arguments)
     except ToolArgumentsError as exc:
-        slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
+        slot.finish(ToolCallStatus.ERROR, error=exc)
 
 
 async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) -> None:
-    """Run every slot that is ready, concurrently except ``sequential`` tools, in turn ``iteration``.
+    """Close every call already decided, then run every slot that is ready, concurrently except
+    ``sequential`` tools, in turn ``iteration``.
 
     On cancellation every call without an outcome gets a cancelled result before the
-    cancellation propagates, so the batch can always be recorded.
+    cancellation propagates, so the batch can always be recorded; the caller closes them
+    (:func:`close_all` with ``quiet``).
     """
+    await close_all(slots, batch)
     ready = [s for s in slots if s.outcome is None]
     try:
         await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential)
@@ -192,7 +226,50 @@ def cancel_unfinished(slots: Sequence[Slot], reason: str) -> None:
     """Give every slot still without an outcome a cancelled result saying ``reason``."""
     for slot in slots:
         if slot.outcome is None:
-            slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError(reason), limit=None)
+            slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError(reason))
+
+
+async def close_all(slots: Sequence[Slot], batch: BatchContext, *, quiet: bool = False) -> None:
+    """:func:`close` every slot that has a final outcome and is not closed yet.
+
+    ``quiet``: the run is ending with an error or a cancellation already on its way; the hooks
+    are still called, but what they return or raise does not change the outcome.
+    """
+    for slot in slots:
+        if slot.outcome is None or slot.closed or not slot.outcome.status.finished:
+            continue
+        if not quiet:
+            await close(slot, batch)
+            continue
+        with contextlib.suppress(Exception):
+            await close(slot, batch, steer=False)
+        _announce(slot, batch)
+
+
+async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal: bool = False) -> None:
+    """Call ``after_tool_call`` once, journal the outcome (``journal``) and emit ``ToolCallFinished``.
+
+    With ``steer`` the hook may replace the result or ask the run to stop.
+    """
+    hook = batch.hooks.after_tool_call
+    if not slot.hooked and hook is not None:
+        slot.hooked = True
+        control = await call_hook(hook, batch.step_context(slot))
+        if steer and control.action == "override":
+            _finish_ok(slot, control.result)
+        elif steer and control.action == "stop":
+            batch.request_stop(control.reason)
+    slot.hooked = True
+    if journal:
+        assert slot.outcome is not None
+        await batch.record_outcome(slot.outcome)
+    _announce(slot, batch)
+
+
+def _announce(slot: Slot, batch: BatchContext) -> None:
+    if not slot.closed and slot.outcome is not None:
+        slot.closed = True
+        batch.emit(ToolCallFinished(slot.outcome))
 
 
 def _is_sequential(slot: Slot) -> bool:
@@ -200,27 +277,26 @@ def _is_sequential(slot: Slot) -> bool:
 
 
 async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
-    if batch.stop_requested() is not None:
+    if batch.stop_requested() is None:
+        await _decide_and_run(slot, batch, iteration)
+    if slot.outcome is None:
         _stopped(slot)
-        return
+    await close(slot, batch, journal=True)
+
+
+async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> None:
     before = batch.hooks.before_tool_call
     control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.step_context(slot))
     if control.action == "stop":
         batch.request_stop(control.reason)
-        _stopped(slot)
-        return
-    if control.action == "override":
-        _finish_ok(slot, control.result, batch)
-    elif before is not None and batch.stop_requested() is not None:
-        _stopped(slot)  # another call's hook stopped the run while this call's hook ran
-        return
-    else:
+    elif control.action == "override":
+        _finish_ok(slot, control.result)
+    elif before is None or batch.stop_requested() is None:  # another call's hook may have stopped the run
         await _execute(slot, batch, iteration)
-    await _after(slot, batch)
 
 
 def _stopped(slot: Slot) -> None:
-    slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"), limit=None)
+    slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
 
 
 async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
@@ -251,26 +327,31 @@ async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float |
     assert slot.kwargs is not None
     try:
         result = await invoke(tool, dict(slot.kwargs), context, seconds)
+    except asyncio.CancelledError as exc:
+        if batch.token.cancelled or _being_cancelled():
+            raise
+        slot.finish(ToolCallStatus.ERROR, error=_cancelled_inside(exc))
     except Exception as exc:
-        slot.finish(ToolCallStatus.ERROR, error=exc, limit=None)
+        slot.finish(ToolCallStatus.ERROR, error=exc)
     else:
-        _finish_ok(slot, result, batch)
+        _finish_ok(slot, result)
 
 
-def _finish_ok(slot: Slot, result: Any, batch: BatchContext) -> None:
-    slot.finish(ToolCallStatus.OK, result=result, limit=batch.limits.max_tool_result_chars)
+def _being_cancelled() -> bool:
+    """True when someone cancelled the current task (not a tool raising CancelledError itself)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
-async def _after(slot: Slot, batch: BatchContext) -> None:
-    assert slot.outcome is not None
-    if batch.hooks.after_tool_call is not None:
-        control = await call_hook(batch.hooks.after_tool_call, batch.step_context(slot))
-        if control.action == "override":
-            _finish_ok(slot, control.result, batch)
-        elif control.action == "stop":
-            batch.request_stop(control.reason)
-    await batch.record_outcome(slot.outcome)
-    batch.emit(ToolCallFinished(slot.outcome))
+def _cancelled_inside(exc: asyncio.CancelledError) -> ToolError:
+    detail = f": {exc}" if str(exc) else ""
+    error = ToolError(f"the tool raised CancelledError (something inside it was cancelled){detail}")
+    error.__cause__ = exc
+    return error
+
+
+def _finish_ok(slot: Slot, result: Any) -> None:
+    slot.finish(ToolCallStatus.OK, result=result)
 
 
 def not_run(stopping: StopReason | None, response: ModelResponse) -> tuple[ToolError, StopReason]:
