@@ -213,6 +213,14 @@ async def _loop(chat: Chat, approve: Approve) -> None:
         await chat.turn(line, approve)
 
 
+async def _show_continued(store: BaseStore, session_id: str, term: Terminal) -> None:
+    try:
+        info = await store.get_session(session_id)
+    except ToolloopError:
+        return  # a new session
+    term.show(f"continuing: {info.title or '(untitled)'} · {info.message_count} messages so far", "dim")
+
+
 async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
     """Run the chat until the user quits."""
     async with open_store(store_url(options.store)) as store:
@@ -227,5 +235,6 @@ async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
         chat = Chat(agent, choice.spec, session_id, store, term, lines)
         why = "" if choice.reason == "--model" else f" ({choice.reason})"
         term.show(f"tooloop chat · model {choice.spec}{why} · session {session_id} · /help for commands", "dim")
+        await _show_continued(store, session_id, term)
         await _loop(chat, options.approve)
     return ExitCode.OK

@@ -92,7 +92,7 @@ def sigint_cancels(cancel: Callable[[], None], term: Terminal) -> Iterator[None]
         loop.remove_signal_handler(signal.SIGINT)
 
 
-def _failed(error: ToolloopError, stream: EventStream) -> RunResult:
+def _failed(error: ToolloopError) -> RunResult:
     transcript = error.transcript if error.transcript is not None else Transcript()
     return RunResult(transcript=transcript, stop_reason=StopReason.ERROR, usage=error.usage or Usage(), error=error)
 
@@ -105,7 +105,7 @@ async def drive(stream: EventStream, view: TurnView, term: Terminal) -> RunResul
                 async for event in stream:
                     view.handle(event)
         except ToolloopError as exc:
-            return _failed(exc, stream)
+            return _failed(exc)
         finally:
             view.close()
     assert stream.result is not None

@@ -17,6 +17,7 @@ from rich.text import Text
 from .._render import arguments_text, clip
 from .._render import outcome_text as render_outcome
 from ..events import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageAdded,
@@ -95,6 +96,8 @@ class TurnView:
             case ApprovalRequested(request=request):
                 self.pause()
                 self._reached(request.tool_call_id).set()
+            case ApprovalDecided():
+                pass  # the call's outcome line says what became of it
             case MessageAdded(message=message):
                 # A call that never ran (denied, unknown tool) may be recorded without a
                 # ToolCallFinished event by older loops; shown once either way.
