@@ -44,12 +44,15 @@ def _missing_extra(name: str, error: ImportError) -> Any:
 
 
 def _installed(target: str) -> bool:
-    """True when the subpackage defining the command is part of this installation."""
-    package = target.partition(":")[0].rpartition(".")[0]
+    """True when the module defining the command is part of this installation (its package's
+    optional dependencies may still be missing: invoking it then says which extra to install)."""
+    module = target.partition(":")[0]
     try:
-        return importlib.util.find_spec(package) is not None
-    except ImportError:
-        return False
+        if importlib.util.find_spec(module.rpartition(".")[0]) is None:
+            return False
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # the package is there, its dependencies are not
+        return True
 
 
 class LazyGroup(TyperGroup):
