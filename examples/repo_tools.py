@@ -50,7 +50,8 @@ TOOLS = [list_files, count_lines]
 
 
 def offline_answer(request: ModelRequest) -> ModelResponse:
-    """A stand-in model: list the loop's modules, count their lines, then answer from the results."""
+    """A stand-in model: list the loop's modules, count their lines, read the last commit when a
+    ``git_log`` tool (the git MCP server) is offered, then answer from the results."""
     results = [m for m in request.messages if isinstance(m, ToolCallMessage)]
     if not results:
         return ModelResponse(
@@ -59,12 +60,16 @@ def offline_answer(request: ModelRequest) -> ModelResponse:
     if len(results) == 1:
         files = json.loads(results[0].content)
         return ModelResponse(tool_calls=[ToolCall("2", "count_lines", {"paths": files})])
-    counts = json.loads(results[-1].content)
+    if len(results) == 2 and any(t.name == "git_log" for t in request.tools):
+        return ModelResponse(tool_calls=[ToolCall("3", "git_log", {"repo_path": ".", "max_count": 1})])
+    counts = json.loads(results[1].content)
     biggest = max(counts, key=counts.get)
-    total = sum(counts.values())
-    return ModelResponse(
-        f"The loop is {total} lines in {len(counts)} modules; the largest is {biggest} ({counts[biggest]} lines)."
-    )
+    answer = f"The loop is {sum(counts.values())} lines in {len(counts)} modules; the largest is {biggest} "
+    answer += f"({counts[biggest]} lines)."
+    if len(results) == 3 and results[2].ok:
+        message = next((line for line in results[2].content.splitlines() if line.startswith("Message:")), "")
+        answer += f" The last commit: {message.removeprefix('Message:').strip() or results[2].content[:80]}"
+    return ModelResponse(answer)
 
 
 def create_offline(model_name: str, **_: Any) -> FunctionModel:

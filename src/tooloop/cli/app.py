@@ -113,6 +113,22 @@ Tools = Annotated[
         help="A tool by import path (package.module:function or file.py:function); repeatable.",
     ),
 ]
+AgentName = Annotated[
+    str | None,
+    typer.Option("--agent", "-a", metavar="NAME", help="An agent of tooloop.toml ([agents.NAME]); options change it."),
+]
+Mcp = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        metavar="COMMAND",
+        help='An MCP server: "COMMAND ARGS" run over stdio, or a [mcp_servers] name of tooloop.toml; repeatable.',
+    ),
+]
+McpUrl = Annotated[
+    list[str] | None,
+    typer.Option("--mcp-url", metavar="URL", help="An MCP server over streamable HTTP; repeatable."),
+]
 MaxTurns = Annotated[int | None, typer.Option("--max-turns", metavar="N", help="Stop after N model requests.")]
 Timeout = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", help="Stop a run after this long.")]
 ApproveOption = Annotated[

@@ -23,7 +23,6 @@ from .run import drive
 from .setup import (
     AgentOptions,
     build_agent,
-    choose_model,
     last_session_id,
     new_session_id,
     remember_model,
@@ -229,12 +228,12 @@ async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
         else:
             session_id = options.session or new_session_id()
         remembered = await remembered_model(store, session_id)
-        choice = choose_model(options.agent.model, remembered)
-        agent = build_agent(options.agent, choice, store, session_id)
+        agent, choice = build_agent(options.agent, remembered, store, session_id)
         lines = _Lines(term)
         chat = Chat(agent, choice.spec, session_id, store, term, lines)
         why = "" if choice.reason == "--model" else f" ({choice.reason})"
         term.show(f"tooloop chat · model {choice.spec}{why} · session {session_id} · /help for commands", "dim")
         await _show_continued(store, session_id, term)
-        await _loop(chat, options.approve)
+        async with agent:  # its MCP servers run for the whole chat (shared by /model copies)
+            await _loop(chat, options.approve)
     return ExitCode.OK

@@ -7,10 +7,13 @@ from typing import Annotated
 import typer
 
 from .app import (
+    AgentName,
     ApproveOption,
     Debug,
     JsonFlag,
     MaxTurns,
+    Mcp,
+    McpUrl,
     Model,
     NoStream,
     Quiet,
@@ -40,9 +43,11 @@ def _agent_options(
     max_turns: int | None,
     timeout: float | None,
     no_stream: bool,
+    sources: tuple[str | None, list[str] | None, list[str] | None] = (None, None, None),
 ) -> AgentOptions:
     check_positive("--max-turns", max_turns)
     check_positive("--timeout", timeout)
+    agent, mcp, mcp_url = sources
     return AgentOptions(
         model=model,
         system=system,
@@ -50,6 +55,9 @@ def _agent_options(
         max_turns=max_turns,
         timeout=timeout,
         stream=not no_stream,
+        agent=agent,
+        mcp=tuple(mcp or ()),
+        mcp_urls=tuple(mcp_url or ()),
     )
 
 
@@ -59,6 +67,8 @@ def _agent_options(
         'cat notes.md | tooloop run "Summarise these notes"',
         'tooloop run "How big is src/?" --tool examples/repo_tools.py:list_files --tool mypkg.tools:count_lines',
         'tooloop run -c "And the second one?"',
+        'tooloop run "What time is it in Tokyo?" --mcp "uvx mcp-server-time" --approve all',
+        'tooloop run "Review my last commit" --agent reviewer       # [agents.reviewer] of tooloop.toml',
         'tooloop run "Clean up the build folder" --approve none --json | jq .stop_reason',
     )
 )
@@ -67,8 +77,11 @@ def run(
         str | None, typer.Argument(metavar="PROMPT", help="The question; piped standard input is appended.")
     ] = None,
     model: Model = None,
+    agent: AgentName = None,
     system: System = None,
     tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
     session: Annotated[
         str | None, typer.Option("--session", metavar="ID", help="Continue this stored session, or start it.")
     ] = None,
@@ -93,7 +106,7 @@ def run(
     async def work() -> ExitCode:
         options = RunOptions(
             prompt=read_prompt(prompt),
-            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream),
+            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
             session=session,
             continue_last=continue_,
             approve=approve,
@@ -110,12 +123,16 @@ def run(
         "tooloop chat --model anthropic:claude-sonnet-4-5",
         "tooloop chat --tool mypkg.tools:search --approve ask",
         "tooloop chat --session 3f2a9c1e07b4",
+        "tooloop chat --agent researcher --mcp-url http://127.0.0.1:8000/mcp",
     )
 )
 def chat(
     model: Model = None,
+    agent: AgentName = None,
     system: System = None,
     tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
     session: Annotated[
         str | None, typer.Option("--session", metavar="ID", help="Continue this stored session, or start it.")
     ] = None,
@@ -136,7 +153,7 @@ def chat(
 
     async def work() -> ExitCode:
         options = ChatOptions(
-            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream),
+            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
             session=session,
             continue_last=continue_,
             approve=approve,
@@ -159,13 +176,23 @@ def models(json: JsonFlag = False, debug: Debug = False) -> None:
     epilog=_examples(
         "tooloop tools --tool examples/repo_tools.py:list_files",
         "tooloop tools --tool mypkg.tools:search --json",
+        'tooloop tools --mcp "uvx mcp-server-time"',
+        "tooloop tools --agent researcher",
     )
 )
-def tools(tool: Tools = None, json: JsonFlag = False, debug: Debug = False) -> None:
-    """The tools a model would see: names, descriptions and parameter schemas."""
+def tools(
+    agent: AgentName = None,
+    tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
+    json: JsonFlag = False,
+    debug: Debug = False,
+) -> None:
+    """The tools a model would see (MCP servers' included): names, descriptions, parameter schemas."""
     from .info import tools_command
 
-    finish(lambda: tools_command(Terminal(), tuple(tool or ()), as_json=json), debug=debug)
+    options = _agent_options(None, None, tool, None, None, False, (agent, mcp, mcp_url))
+    finish(lambda: tools_command(Terminal(), options, as_json=json), debug=debug)
 
 
 def _register_sessions() -> None:

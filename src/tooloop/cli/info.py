@@ -10,9 +10,9 @@ from typing import Any
 from rich.table import Table
 
 from ..models.registry import registered_model_configs
-from ..tools.tool import as_tool
+from ..tools.tool import Tool, as_tool
 from .exits import ExitCode
-from .setup import PROVIDER_KEYS, choose_model, load_tools
+from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers
 from .terminal import Terminal
 
 __all__ = ["models_command", "tools_command"]
@@ -88,9 +88,26 @@ async def models_command(term: Terminal, *, as_json: bool) -> ExitCode:
     return ExitCode.OK
 
 
-async def tools_command(term: Terminal, specs: tuple[str, ...], *, as_json: bool) -> ExitCode:
+async def _visible_tools(options: AgentOptions) -> list[Tool]:
+    plain = [as_tool(t) for spec in options.tools for t in load_tools(spec)]
+    servers: list[Any] = mcp_servers(options.mcp, options.mcp_urls)
+    if options.agent is not None:
+        from ..config import load_agent
+
+        agent = load_agent(options.agent)
+        plain, servers = [*agent.tools, *plain], [*agent.tool_sources, *servers]
+    listed: list[Tool] = []
+    try:
+        for server in servers:
+            listed.extend(await server.list_tools())
+    finally:
+        for server in servers:
+            await server.aclose()
+    return [*plain, *listed]
+
+
+async def tools_command(term: Terminal, options: AgentOptions, *, as_json: bool) -> ExitCode:
     """List the tools the options give, as the model sees them (name, description, JSON schema)."""
-    tools = [as_tool(t) for spec in specs for t in load_tools(spec)]
     definitions = [
         {
             "name": t.name,
@@ -98,13 +115,13 @@ async def tools_command(term: Terminal, specs: tuple[str, ...], *, as_json: bool
             "parameters": dict(t.parameters),
             "requires_approval": t.requires_approval,
         }
-        for t in tools
+        for t in await _visible_tools(options)
     ]
     if as_json:
         sys.stdout.write(json.dumps(definitions, indent=2, default=str) + "\n")
         return ExitCode.OK
     if not definitions:
-        term.note("no tools: name some with --tool package.module:function")
+        term.note("no tools: name some with --tool package.module:function, --mcp or --agent")
     for item in definitions:
         approval = "  (needs approval)" if item["requires_approval"] else ""
         term.out.print(f"{item['name']}{approval}", style="bold", markup=False)

@@ -27,7 +27,6 @@ from .setup import (
     AgentOptions,
     ModelChoice,
     build_agent,
-    choose_model,
     last_session_id,
     new_session_id,
     remember_model,
@@ -197,10 +196,10 @@ async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
         session_id, remembered = await _session_for(store, options)
         if options.prompt is None and not (options.session or options.continue_last):
             fail('give a prompt: tooloop run "your question" (or pipe text in: cat notes.md | tooloop run "summarise")')
-        choice = choose_model(options.agent.model, remembered)
-        agent = build_agent(options.agent, choice, store, session_id)
+        agent, choice = build_agent(options.agent, remembered, store, session_id)
         _announce(term, choice, session_id)
-        result = await _one_turn(agent, options, term)
+        async with agent:  # starts its MCP servers, and stops them however the run ends
+            result = await _one_turn(agent, options, term)
         await remember_model(store, session_id, choice.spec)
     if options.json:
         data = result_json(result, session_id=session_id, model=choice.spec)

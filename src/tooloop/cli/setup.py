@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import shlex
 import sys
 import uuid
 from collections.abc import Iterable, Sequence
@@ -16,7 +17,6 @@ from typing import Any
 from ..agent import Agent
 from ..errors import SessionNotFoundError
 from ..loop.limits import Limits
-from ..models.base import ModelSettings
 from ..store import BaseStore
 from .exits import ExitCode, fail
 
@@ -176,36 +176,121 @@ class AgentOptions:
     max_turns: int | None = None
     timeout: float | None = None
     stream: bool = True
+    agent: str | None = None
+    """A ``[agents.NAME]`` of ``tooloop.toml``; the other options change it."""
+    mcp: tuple[str, ...] = ()
+    """``--mcp``: ``"COMMAND ARGS"`` of a stdio server, or the name of a ``[mcp_servers]`` table."""
+    mcp_urls: tuple[str, ...] = ()
     extra_tools: tuple[Any, ...] = field(default_factory=tuple)
-
-
-def _limits(options: AgentOptions) -> Limits:
-    changes: dict[str, Any] = {}
-    if options.max_turns is not None:
-        changes["max_turns"] = options.max_turns
-    if options.timeout is not None:
-        changes["timeout"] = options.timeout
-    return Limits(**changes)
 
 
 def _tools(specs: Iterable[str]) -> list[Any]:
     return [t for spec in specs for t in load_tools(spec)]
 
 
-def build_agent(options: AgentOptions, choice: ModelChoice, store: BaseStore, session_id: str) -> Agent:
-    """The agent the options describe, bound to ``session_id`` in ``store``."""
-    tools: Sequence[Any] = [*_tools(options.tools), *options.extra_tools]
-    agent = Agent(
-        choice.spec,
-        system=options.system,
-        tools=tools,
-        limits=_limits(options),
-        settings=None if options.stream else ModelSettings(stream=False),
-        store=store,
-        session_id=session_id,
-    )
+MCP_APPROVAL = "destructive"
+"""The approval policy of MCP servers named on the command line: a call needs approval unless
+the server marks the tool read-only or non-destructive and is trusted (see docs/mcp.md)."""
+
+
+def _config() -> Any:
+    from ..config import load_config
+
+    return load_config()
+
+
+def _configured_server(name: str) -> Any | None:
+    """``[mcp_servers.NAME]`` of ``tooloop.toml`` when ``name`` is one (no file: None)."""
+    if not name.replace("-", "").replace("_", "").isalnum():
+        return None
+    from ..config import find_config_file
+
+    if find_config_file() is None:
+        return None
+    config = _config()
+    table = config.data.mcp_servers.get(name)
+    if table is None:
+        return None
+    return config.mcp_server(name) if table.approve else config.mcp_server(name, approve=MCP_APPROVAL)
+
+
+def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Any]:
+    """MCP servers from ``--mcp`` (a command line, or a server named in ``tooloop.toml``) and
+    ``--mcp-url``; servers given here use the approval policy :data:`MCP_APPROVAL`."""
+    if not commands and not urls:
+        return []
+    from ..mcp import MCPServer  # the mcp extra; a clear error names it when missing
+
+    servers: list[Any] = []
+    for line in commands:
+        configured = _configured_server(line.strip())
+        if configured is not None:
+            servers.append(configured)
+            continue
+        try:
+            parts = shlex.split(line)
+        except ValueError as exc:
+            fail(f"--mcp {line!r}: {exc}")
+        if not parts:
+            fail('--mcp needs a command, e.g. --mcp "uvx mcp-server-time", or a server named in tooloop.toml')
+        servers.append(MCPServer.stdio(parts[0], parts[1:], approve=MCP_APPROVAL))
+    servers.extend(MCPServer.http(url, approve=MCP_APPROVAL) for url in urls)
+    return servers
+
+
+def model_label(model: Any) -> str:
+    """``provider:name`` of a model object (what the CLI shows and remembers)."""
+    name = getattr(model, "name", None) or type(model).__name__
+    provider = getattr(model, "provider", None)
+    return name if not provider or name.startswith(f"{provider}:") else f"{provider}:{name}"
+
+
+def _changes(options: AgentOptions) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if options.max_turns is not None:
+        changes["max_turns"] = options.max_turns
+    if options.timeout is not None:
+        changes["timeout"] = options.timeout
+    return changes
+
+
+def _from_config(options: AgentOptions, explicit_model: str | None, extra: Sequence[Any]) -> tuple[Agent, ModelChoice]:
+    from ..config import load_agent
+
+    assert options.agent is not None
+    agent = load_agent(options.agent)
+    if explicit_model:
+        agent, choice = agent.with_model(explicit_model), ModelChoice(explicit_model, "--model")
+    else:
+        choice = ModelChoice(model_label(agent.model), f"agent {options.agent}")
+    if options.system is not None:
+        agent = agent.with_system(options.system)
+    if extra:
+        agent = agent.with_tools(*extra)
+    if _changes(options):
+        agent = agent.with_limits(**_changes(options))
+    return agent, choice
+
+
+def build_agent(
+    options: AgentOptions, remembered: str | None, store: BaseStore, session_id: str
+) -> tuple[Agent, ModelChoice]:
+    """The agent the options describe, bound to ``session_id`` in ``store``, and its model choice.
+
+    ``--model`` wins, then the agent's own model (``--agent``), then the session's, then the
+    environment (:func:`choose_model`).
+    """
+    extra: list[Any] = [*_tools(options.tools), *mcp_servers(options.mcp, options.mcp_urls), *options.extra_tools]
+    if options.agent is not None:
+        agent, choice = _from_config(options, options.model, extra)
+    else:
+        choice = choose_model(options.model, remembered)
+        agent = Agent(choice.spec, system=options.system, tools=extra, limits=Limits(**_changes(options)))
+    if not options.stream:
+        agent = agent.with_settings(stream=False)
+    agent = agent.with_session(session_id, store)
     agent.model  # noqa: B018  # create the model now: a bad model string or a missing key stops here
-    return agent
+    return agent, choice
 
 
 def check_positive(name: str, value: float | None) -> None:

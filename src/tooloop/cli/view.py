@@ -29,6 +29,7 @@ from ..events import (
     ThinkingDelta,
     ToolCallDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from ..loop.result import ApprovalRequest
@@ -91,6 +92,9 @@ class TurnView:
                 self._response_done(response)
             case ToolCallStarted(tool_name=name, arguments=arguments):
                 self._spin(f"running {call_text(name, dict(arguments), 60)}")
+            case ToolCallProgress(tool_name=name, progress=progress, total=total, message=message):
+                done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+                self._spin(f"running {name}: {done}" + (f" {message}" if message else ""))
             case ToolCallFinished(message=call):
                 self._call_done(call)
             case ApprovalRequested(request=request):
