@@ -277,7 +277,9 @@ class Agent:
         if session_id is not None:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
-            session = SessionBinding(self._options.store or default_store_url(), session_id, self._options.lease)
+            session = SessionBinding(
+                self._options.store or default_store_url(), session_id, self._options.lease, turn_id=turn_id
+            )
             if config.context is None:
                 config = replace(config, context=ContextPolicy())
         elif self._options.store is not None:
