@@ -98,10 +98,11 @@ def _request() -> Any:
 
 
 async def _measure(port: int, turns: int) -> dict[str, float]:
+    from tooloop.models._adapter import DEFAULT_TIMEOUT
     from tooloop.models.gemini import GeminiModel, _client, _config, _contents
 
     model = GeminiModel(MODEL, api_key="bench", base_url=f"http://127.0.0.1:{port}")
-    client = _client("bench", f"http://127.0.0.1:{port}", None)  # the bare SDK, configured the same way
+    client = _client("bench", f"http://127.0.0.1:{port}", DEFAULT_TIMEOUT)  # the bare SDK, configured the same way
     request = _request()
     contents, system = _contents(request.messages, sign_foreign=False)
     config = _config(request, request.settings, system, 2)

@@ -24,10 +24,8 @@ def pick_model() -> tuple[object, str]:
     """A real provider when its key or base URL is set, else the offline model."""
     if os.environ.get("TOOLOOP_MODEL"):
         return os.environ["TOOLOOP_MODEL"], f"{os.environ['TOOLOOP_MODEL']} (from TOOLOOP_MODEL)"
-    if os.environ.get("OLLAMA_HOST"):
-        host = os.environ["OLLAMA_HOST"]
-        url = (host if host.startswith("http") else f"http://{host}").rstrip("/") + "/v1"
-        return get_model("ollama:qwen3", base_url=url), f"ollama:qwen3 at {url} (because OLLAMA_HOST is set)"
+    if os.environ.get("OLLAMA_HOST"):  # "ollama:" models read it themselves
+        return get_model("ollama:qwen3"), f"ollama:qwen3 at {os.environ['OLLAMA_HOST']} (because OLLAMA_HOST is set)"
     for variable, spec in (
         ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
         ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),

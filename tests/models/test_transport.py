@@ -320,3 +320,11 @@ def test_deepseek_is_a_named_provider() -> None:
     model = get_model("deepseek:deepseek-v4-flash", api_key=KEY)
     assert model.base_url == "https://api.deepseek.com"  # type: ignore[attr-defined]
     assert model._reasoning_field == "reasoning_content"  # type: ignore[attr-defined]
+
+
+async def test_gemini_gets_an_idle_timeout_but_a_generous_server_deadline(wire: WireServer) -> None:
+    from tests.models.test_gemini import reply as gemini_reply
+
+    wire.queue(gemini_reply([{"text": "ok"}]))
+    assert await answered(get_model("google:gemini-2.5-flash", base_url=wire.url, api_key=KEY)) == "ok"
+    assert wire.requests[0].headers["x-server-timeout"] == "600"

@@ -13,6 +13,7 @@ import base64
 import functools
 import importlib
 import json
+import math
 import os
 import random
 import re
@@ -99,6 +100,7 @@ _BROKEN = frozenset(
 )
 _GENERATION = re.compile(r"gemini-(\d+)")
 _MAX_RETRY_AFTER = 60.0  # a longer wait is the caller's decision, not a silent sleep
+_SERVER_DEADLINE = 600  # seconds Google may spend on one generation, however slowly it streams
 
 
 def create(
@@ -211,7 +213,7 @@ class GeminiModel(ProviderModel):
         )
 
 
-def _client(api_key: str | None, base_url: str | None, timeout: float | None) -> genai.Client:
+def _client(api_key: str | None, base_url: str | None, timeout: float) -> genai.Client:
     key = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
     if not key:
         raise ConfigurationError(
@@ -219,8 +221,14 @@ def _client(api_key: str | None, base_url: str | None, timeout: float | None) ->
         )
     # v1beta carries parametersJsonSchema / responseJsonSchema. The SDK's own retries stay off
     # (no retry_options): ours honour Retry-After and RetryInfo.
+    # The SDK turns ``timeout`` into the client's idle timeout and also into an X-Server-Timeout
+    # header, a deadline for the whole generation on Google's side; that deadline stays generous.
+    server_deadline = str(max(_SERVER_DEADLINE, math.ceil(timeout)))
     options = genai_types.HttpOptions(
-        base_url=base_url, api_version=_API_VERSION, timeout=None if timeout is None else int(timeout * 1000)
+        base_url=base_url,
+        api_version=_API_VERSION,
+        timeout=int(timeout * 1000),
+        headers={"X-Server-Timeout": server_deadline},
     )
     return genai.Client(api_key=key, vertexai=False, http_options=options)
 
