@@ -35,6 +35,7 @@ from ..messages import (
 )
 from ..models.base import ModelRequest, ToolChoice
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
+from ..tools.execute import Lingering
 from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
@@ -78,8 +79,10 @@ class Run:
         journal: Journal | None = None,
         session_id: str | None = None,
         session: SessionSource | None = None,
+        turn_id: str | None = None,
     ):
         self.config = config
+        self.turn_id = turn_id
         self.model = config.model
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
         self.session_id = session_id
@@ -101,6 +104,7 @@ class Run:
         self._final_done = False
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
+        self.lingering = Lingering()
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self.provider = provider_of(config.model)
         self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
@@ -174,11 +178,13 @@ class Run:
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
         self.steps.start_clock()
+        if self.turn_id is not None:
+            self._find_turn(self.turn_id)
         if self.config.limits.max_cost is not None:
             self._check_priced()
         if self.token.cancelled and self._prompt is not None:
             # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
-            self.record.append([UserMessage(self._prompt)])
+            self.record.append([UserMessage(self._prompt, self.turn_id)])
             self._prompt = None
         step = self._begin()
         while True:
@@ -222,6 +228,8 @@ class Run:
 
     async def _begin(self) -> None:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
+        if self.stop_reason is not None:  # a finished turn submitted again
+            return
         transcript = self.record.transcript
         start, calls = unfinished_tail(transcript)
         if self.decisions and not calls:
@@ -231,11 +239,32 @@ class Run:
             if self.stop_reason is not None:
                 return
         if self._prompt is not None:
-            await self.record.add(UserMessage(self._prompt))
+            await self.record.add(UserMessage(self._prompt, self.turn_id))
         elif not transcript:
             raise ArgumentValueError(_NOTHING_TO_CONTINUE.format(session=self.session_id))
         elif not calls and (not transcript or isinstance(transcript[-1], AssistantMessage | SystemMessage)):
             self._stop(StopReason.END_TURN)
+
+    def _find_turn(self, turn_id: str) -> None:
+        """A turn already in the history is continued where it stands, never started again.
+
+        Its prompt is not written again; the run continues the turn's tail (interrupted calls run
+        again: this is an explicit continuation of that turn). A turn followed by later turns is
+        finished: the run returns it as it stands and writes nothing.
+        """
+        transcript = self.record.transcript
+        at = next(
+            (i for i in range(len(transcript) - 1, -1, -1) if _opens_turn(transcript[i], turn_id)),
+            None,
+        )
+        if at is None:
+            return
+        self._prompt = None
+        later = next((i for i in range(at + 1, len(transcript)) if isinstance(transcript[i], UserMessage)), None)
+        if later is not None:
+            self._set_history(transcript[:later])
+            self._stop(StopReason.END_TURN)
+        self.start = at
 
     def _check_priced(self) -> None:
         name = getattr(self.model, "name", None)
@@ -384,6 +413,7 @@ class Run:
             request_stop=self._ask_to_stop,
             stop_requested=self._asked_to_stop,
             step_context=self.step_context,
+            lingering=self.lingering,
             watch=self.watch,
         )
         return self._batch_view
@@ -453,3 +483,7 @@ _NOTHING_TO_CONTINUE = (
 def _as_call(slot: Slot) -> ToolCall:
     template = slot.template
     return ToolCall(template.tool_call_id, template.tool_name, template.arguments)
+
+
+def _opens_turn(message: Message, turn_id: str) -> bool:
+    return isinstance(message, UserMessage) and message.turn_id == turn_id
