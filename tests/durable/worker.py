@@ -61,7 +61,10 @@ def record_effect(key: str) -> None:
     import psycopg
 
     with psycopg.connect(OPTIONS.store, autocommit=True) as pg:
-        pg.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
+        try:
+            pg.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
+        except psycopg.errors.UniqueViolation:
+            pass  # two workers created it at the same moment: PostgreSQL's IF NOT EXISTS is not atomic
         pg.execute("INSERT INTO effects (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (key,))
 
 
