@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
 __all__ = [
+    "EMPTY",
     "AssistantMessage",
     "AudioContent",
     "ContentPart",
@@ -128,13 +129,21 @@ class FrozenList(list[Any]):
         _refuse()
 
 
+EMPTY = FrozenDict()
+"""The empty :class:`FrozenDict`, shared."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
     """``value`` with every plain dict, list and set in it (deeply) made immutable; other values as they are."""
     kind = type(value)
+    if kind in _SCALARS:
+        return value
     if kind is dict:
-        return FrozenDict({key: freeze(item) for key, item in value.items()})
+        return frozen_mapping(value)
     if kind is list:
-        return FrozenList([freeze(item) for item in value])
+        return FrozenList([item if type(item) in _SCALARS else freeze(item) for item in value])
     if kind is tuple:
         return tuple(freeze(item) for item in value)
     if kind is set:
@@ -146,15 +155,17 @@ def frozen_mapping(value: Mapping[str, Any]) -> FrozenDict:
     """``value`` as a deeply immutable :class:`FrozenDict` (itself when it already is one)."""
     if type(value) is FrozenDict:
         return value
-    return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if not value:
+        return EMPTY
+    return FrozenDict({key: item if type(item) in _SCALARS else freeze(item) for key, item in value.items()})
 
 
 def thaw(value: Any) -> Any:
     """A mutable deep copy of a value :func:`freeze` made (plain dicts and lists again)."""
     if isinstance(value, dict):
-        return {key: thaw(item) for key, item in value.items()}
+        return {key: item if type(item) in _SCALARS else thaw(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [thaw(item) for item in value]
+        return [item if type(item) in _SCALARS else thaw(item) for item in value]
     return value
 
 
@@ -397,7 +408,7 @@ class AssistantMessage:
     refusal: str | None = None
     stop_reason: StopReason = StopReason.END_TURN
     model: str | None = None
-    provider_data: Mapping[str, Any] = field(default_factory=dict)
+    provider_data: Mapping[str, Any] = EMPTY
     kind: ClassVar[Literal["assistant"]] = "assistant"
 
     def __post_init__(self) -> None:
@@ -423,7 +434,7 @@ class ToolCallMessage:
 
     tool_name: str
     tool_call_id: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, Any] = EMPTY
     result: Any = field(default=None, hash=False)
     """The tool's return value; plain dicts, lists and sets are kept as frozen copies."""
     error: BaseException | None = field(default=None, compare=False)
@@ -433,7 +444,7 @@ class ToolCallMessage:
     batch_id: str = ""
     raw_arguments: str | None = None
     thinking: tuple[ThinkingPart, ...] = ()
-    provider_data: Mapping[str, Any] = field(default_factory=dict)
+    provider_data: Mapping[str, Any] = EMPTY
     error_type: str | None = None
     parts: tuple[ContentPart, ...] = ()
     kind: ClassVar[Literal["tool_call"]] = "tool_call"

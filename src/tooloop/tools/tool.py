@@ -131,7 +131,8 @@ class Tool:
         They are a deep copy: the function may change them without touching the recorded call.
         """
         if self.args_model is None:
-            return {key: thaw(value) for key, value in arguments.items()}
+            copied = thaw(arguments)
+            return copied if isinstance(copied, dict) else dict(copied)
         from pydantic import ValidationError
 
         try:
