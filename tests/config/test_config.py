@@ -257,3 +257,33 @@ def test_every_limit_can_be_set_in_the_file() -> None:
     from tooloop.config._schema import LimitsTable
 
     assert set(LimitsTable.model_fields) == {f.name for f in fields(Limits)}
+
+
+def test_an_agent_without_a_policy_uses_its_servers_own_or_never(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        [mcp_servers.strict]
+        command = "unused-server"
+        approve = "always"
+
+        [mcp_servers.plain]
+        command = "unused-server"
+
+        [agents.a]
+        model = "test:echo"
+        mcp_servers = ["strict", "plain"]
+        """,
+    )
+    agent = tooloop.load_agent("a", path=path)
+    assert {s.name: s.approve for s in agent.tool_sources} == {"strict": "always", "plain": "never"}  # type: ignore[attr-defined]
+
+
+def test_a_servers_own_policy_is_not_replaced_by_a_fallback(tmp_path: Path) -> None:
+    path = write(tmp_path, '[mcp_servers.s]\ncommand = "unused-server"\napprove = "always"\n')
+    config = load_config(path)
+    assert config.mcp_server("s", approve="never").approve == "always"
+    assert (
+        load_config(write(tmp_path, '[mcp_servers.s]\ncommand = "x"\n')).mcp_server("s", approve="destructive").approve
+        == "destructive"
+    )

@@ -53,6 +53,7 @@ def mcp_server(config: Config, name: str, **overrides: Any) -> MCPServer:
         known = ", ".join(config.data.mcp_servers) or "none"
         raise ConfigurationError(f"{config.path}: no [mcp_servers.{name}] table (servers defined: {known})")
     where = f"{config.path}: [mcp_servers.{name}]"
+    fallback = overrides.pop("approve", None)  # fills the table's policy only when the table has none
     options: dict[str, Any] = {
         "name": name,
         "prefix": table.prefix,
@@ -60,7 +61,7 @@ def mcp_server(config: Config, name: str, **overrides: Any) -> MCPServer:
         "exclude": table.exclude,
         "timeout": table.timeout,
         "trust_annotations": table.trust_annotations,
-        "approve": table.approve or overrides.pop("approve", None) or "never",
+        "approve": table.approve or fallback or "never",
         **overrides,
     }
     if table.command is not None:
