@@ -226,20 +226,23 @@ class OpenAIChatModel(ProviderModel):
         body = self._body(request, settings)
         if stream:
             return await self._stream(body, on_event)
+        self._sent(body)
         data = await self._clients.get().post(_PATH, body=body, cast_to=object)
         if isinstance(data, str):  # the server did not say application/json
             data = json.loads(data)
+        self._received(data)
         return parse_completion(data, self.provider)
 
     async def _stream(self, body: dict[str, Any], on_event: EventHandler | None) -> ModelResponse:
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
+        self._sent(body)
         chunks = await self._clients.get().post(_PATH, body=body, cast_to=object, stream=True, stream_cls=_ChunkStream)
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
-            async for chunk in chunks:
+            async for chunk in self._tapped(chunks):
                 feed(chunk)
         except ProviderError:
             raise
