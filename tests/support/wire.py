@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +35,7 @@ class Reply:
     """What the server answers to one request.
 
     ``chunks`` are written one after another with a flush between them (SSE or NDJSON streams);
+    ``stall`` seconds pass after the chunks with nothing sent (a server that hangs mid-stream);
     ``cut`` closes the connection after the chunks without finishing the response properly.
     """
 
@@ -42,6 +44,7 @@ class Reply:
     body: bytes = b""
     chunks: list[bytes] | None = None
     cut: bool = False
+    stall: float = 0.0
 
 
 def json_reply(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -85,6 +88,8 @@ class WireServer:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.connections = 0
+        """TCP connections accepted so far (a client that reuses its connection opens one)."""
         self._replies: list[Reply | Handler] = []
         self._lock = threading.Lock()
         server = self
@@ -94,6 +99,11 @@ class WireServer:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def setup(self) -> None:
+                with server._lock:
+                    server.connections += 1
+                super().setup()
 
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -115,6 +125,8 @@ class WireServer:
                 for chunk in reply.chunks:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
+                if reply.stall:
+                    time.sleep(reply.stall)
                 if reply.cut:
                     self.close_connection = True
                     return

@@ -4,11 +4,12 @@ The rules (documented in docs/providers.md, "Switching providers mid-conversatio
 
 * Tool-call batches: consecutive :class:`ToolCallMessage` values with one ``batch_id`` are one
   assistant turn followed by its results (:func:`turns`).
-* Tool-call ids: every provider has its own charset and length rules. :class:`IdMapper` rewrites
-  an id that breaks the target's rule to a deterministic, collision-free id that keeps it, and
-  uses the same rewrite for the call and its result (Chat Completions: 40 characters of
-  ``a-zA-Z0-9_-``; Responses and Anthropic: 64). Gemini gets only the ids it made itself; other
-  calls go without an id and are matched to their results by order and name.
+* Tool-call ids: an id goes back unchanged unless the target's rule requires a rewrite.
+  :class:`IdMapper` rewrites an id that breaks the rule to a deterministic, collision-free id
+  that keeps it, and uses the same rewrite for the call and its result (OpenAI's Chat
+  Completions: 40 characters of ``a-zA-Z0-9_-``, compatible servers: no rule; Responses and
+  Anthropic: 64). Gemini gets only the ids it made itself; other calls go without an id and are
+  matched to their results by order and name.
 * Thinking: a part signed by provider X (``ThinkingPart.provider == X``) goes back only to X.
   For any other provider it is dropped: reasoning is the model's scratchpad, and a foreign
   signature would be rejected. Unsigned thinking from another provider is dropped too.
