@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 from tooloop import Agent, ModelResponse, ToolCall, ToolCallStatus, tool
 from tooloop.testing import ScriptedModel
@@ -132,3 +137,192 @@ async def test_max_concurrency_holds_across_runs() -> None:
     results = await asyncio.gather(agent().run("a"), agent().run("b"), agent().run("c"))
     assert peak == 2
     assert all([c.result for c in r.tool_calls] == [0, 1, 2] for r in results)
+
+
+class _Peak:
+    """Counts calls running at once, from any thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.peak = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+
+def test_max_concurrency_holds_across_run_sync_calls_on_several_threads() -> None:
+    """Each run_sync has its own event loop: the cap is the process's, not the loop's."""
+    sync_peak, async_peak = _Peak(), _Peak()
+    all_in = threading.Barrier(3, timeout=30)
+
+    @tool(max_concurrency=1)
+    def sync_single(i: int) -> int:
+        sync_peak.enter()
+        threading.Event().wait(0.05)
+        sync_peak.leave()
+        return i
+
+    @tool(max_concurrency=1)
+    async def async_single(i: int) -> int:
+        async_peak.enter()
+        await asyncio.sleep(0.05)
+        async_peak.leave()
+        return i
+
+    def run(name: str) -> None:
+        agent = Agent(ScriptedModel([_batch(name, 2), "ok"]), tools=[sync_single, async_single])
+        all_in.wait()
+        assert agent.run_sync("go").text == "ok"
+
+    for name in ("sync_single", "async_single"):
+        threads = [threading.Thread(target=run, args=(name,)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert sync_peak.peak == 1 and async_peak.peak == 1
+    assert sync_peak.running == 0 and async_peak.running == 0
+
+
+async def test_a_timed_out_sync_tool_keeps_its_max_concurrency_slot_until_its_thread_ends() -> None:
+    peak, gate = _Peak(), threading.Event()
+    entered: list[int] = []
+
+    @tool(max_concurrency=1, timeout=0.2)
+    def capped(i: int) -> int:
+        peak.enter()
+        entered.append(i)
+        if len(entered) == 1:
+            gate.wait(30)  # the first call overruns its timeout
+        peak.leave()
+        return i
+
+    def open_gate_later(context: object) -> None:
+        if not gate.is_set():
+            threading.Timer(1.0, gate.set).start()  # long after the old code let call 2 in
+
+    from tooloop import Hooks
+
+    agent = Agent(
+        ScriptedModel([_batch("capped", 2), "ok"]), tools=[capped], hooks=Hooks(after_tool_call=open_gate_later)
+    )
+    result = await agent.run("go")
+    assert peak.peak == 1
+    assert [c.status for c in result.tool_calls] == [ToolCallStatus.ERROR, ToolCallStatus.OK]
+    assert "did not finish within 0.2 seconds" in result.tool_calls[0].content
+
+
+async def test_a_timed_out_sync_tool_keeps_the_sequential_barrier_until_its_thread_ends() -> None:
+    peak, gate = _Peak(), threading.Event()
+    order: list[str] = []
+
+    @tool(timeout=0.2)
+    def overrun() -> str:
+        peak.enter()
+        order.append("overrun starts")
+        gate.wait(30)
+        order.append("overrun ends")
+        peak.leave()
+        return "late"
+
+    @tool(sequential=True, timeout=0.2)
+    def overrun_alone() -> str:
+        peak.enter()
+        order.append("alone starts")
+        gate.wait(30)
+        order.append("alone ends")
+        peak.leave()
+        return "late"
+
+    @tool(sequential=True)
+    def alone() -> str:
+        peak.enter()
+        order.append("alone")
+        peak.leave()
+        return "alone"
+
+    @tool
+    def after() -> str:
+        peak.enter()
+        order.append("after")
+        peak.leave()
+        return "after"
+
+    def open_gate_later(context: object) -> None:
+        if not gate.is_set():
+            threading.Timer(1.0, gate.set).start()
+
+    from tooloop import Hooks
+
+    calls = [ToolCall("o", "overrun", {}), ToolCall("s", "alone", {})]
+    model = ScriptedModel([ModelResponse(tool_calls=calls), "ok"])
+    agent = Agent(model, tools=[overrun, alone], hooks=Hooks(after_tool_call=open_gate_later))
+    await agent.run("go")
+    assert order == ["overrun starts", "overrun ends", "alone"] and peak.peak == 1
+
+    gate.clear()
+    order.clear()
+    calls = [ToolCall("s", "overrun_alone", {}), ToolCall("a", "after", {})]
+    model = ScriptedModel([ModelResponse(tool_calls=calls), "ok"])
+    agent = Agent(model, tools=[overrun_alone, after], hooks=Hooks(after_tool_call=open_gate_later))
+    await agent.run("go")
+    assert order == ["alone starts", "alone ends", "after"] and peak.peak == 1
+
+
+async def test_abandoned_sync_threads_never_starve_other_sync_tools() -> None:
+    gate = threading.Event()
+
+    @tool(timeout=3)  # long enough for every pool thread of the old design to take a hanging call
+    def hang(i: int) -> int:
+        gate.wait(60)
+        return i
+
+    @tool(timeout=10)
+    def quick() -> str:
+        return "quick"
+
+    from tooloop import Limits
+
+    hung = [ToolCall(f"h{i}", "hang", {"i": i}) for i in range(80)]  # more than any fixed pool
+    model = ScriptedModel(
+        [ModelResponse(tool_calls=hung), ModelResponse(tool_calls=[ToolCall("q", "quick", {})]), "ok"]
+    )
+    agent = Agent(model, tools=[hang, quick], limits=Limits(max_tool_calls_per_turn=100))
+    try:
+        result = await agent.run("go")
+    finally:
+        gate.set()
+    assert [c.status for c in result.tool_calls[:80]] == [ToolCallStatus.ERROR] * 80
+    assert result.tool_calls[80].status is ToolCallStatus.OK
+
+
+def test_a_hung_sync_tool_never_blocks_interpreter_exit(tmp_path: Path) -> None:
+    script = tmp_path / "hang.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import threading
+            from tooloop import Agent, ModelResponse, ToolCall, tool
+            from tooloop.testing import ScriptedModel
+
+            @tool(timeout=0.2)
+            def hang() -> str:
+                threading.Event().wait()   # never returns
+                return "never"
+
+            model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("h", "hang", {})]), "gave up"])
+            print(Agent(model, tools=[hang]).run_sync("go").text, flush=True)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gave up"

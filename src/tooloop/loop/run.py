@@ -36,6 +36,7 @@ from ..messages import (
 from ..models.base import ModelRequest, ToolChoice
 from ..models.payloads import listen
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
+from ..tools.execute import Lingering
 from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
@@ -102,6 +103,7 @@ class Run:
         self._final_done = False
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
+        self.lingering = Lingering()
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self.provider = provider_of(config.model)
         self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
@@ -393,6 +395,7 @@ class Run:
             request_stop=self._ask_to_stop,
             stop_requested=self._asked_to_stop,
             step_context=self.step_context,
+            lingering=self.lingering,
             watch=self.watch,
         )
         return self._batch_view

@@ -22,7 +22,7 @@ from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownTool
 from ..events import Event, ToolCallFinished, ToolCallStarted
 from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
 from ..outcome import render_error, render_result
-from ..tools.execute import invoke, run_concurrently
+from ..tools.execute import Lingering, invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
 from .cancel import CancelToken
@@ -70,6 +70,8 @@ class BatchContext:
     stop_requested: Callable[[], StopReason | None]
     step_context: Callable[[Slot], StepContext]
     """The snapshot tool hooks receive about this call."""
+    lingering: Lingering
+    """The run's sync calls whose threads may still run (barriers wait for them)."""
     watch: Watch | None = None
     """Logs and traces each call, when anything listens."""
 
@@ -216,7 +218,7 @@ async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) 
     await close_all(slots, batch)
     ready = [s for s in slots if s.outcome is None]
     try:
-        await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential)
+        await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential, batch.lingering)
     except asyncio.CancelledError:
         cancel_unfinished(ready, "the run was cancelled" if batch.token.cancelled else "the run was interrupted")
         raise
@@ -326,7 +328,7 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
 async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float | None, batch: BatchContext) -> None:
     assert slot.kwargs is not None
     try:
-        result = await invoke(tool, dict(slot.kwargs), context, seconds)
+        result = await invoke(tool, dict(slot.kwargs), context, seconds, batch.lingering)
     except asyncio.CancelledError as exc:
         if batch.token.cancelled or _being_cancelled():
             raise

@@ -7,10 +7,8 @@ import contextvars
 import functools
 import inspect
 import re
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -18,6 +16,7 @@ from .._checks import describe, require, require_count, require_seconds, require
 from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolArgumentsError
 from ..messages import thaw
 from ..models.base import ToolDefinition
+from .threads import Limiter, start_in_thread
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -90,9 +89,7 @@ class Tool:
     strict: bool | None = None
     args_model: type[BaseModel] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
-    _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
-        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
-    )
+    _limiter: Limiter | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_tool_name(self.name)
@@ -104,6 +101,8 @@ class Tool:
         require_count(self.max_concurrency, f"max_concurrency of {where}", 1, optional=True)
         for flag in ("requires_approval", "sequential"):
             require(getattr(self, flag), bool, f"{flag} of {where}", "pass True or False")
+        if self.max_concurrency is not None:
+            object.__setattr__(self, "_limiter", Limiter(self.max_concurrency))
 
     @property
     def definition(self) -> ToolDefinition:
@@ -130,46 +129,35 @@ class Tool:
             raise ToolArgumentsError(_validation_message(self.name, exc)) from None
         return dict(parsed.__dict__)  # a model's __dict__ holds exactly its field values
 
-    def semaphore(self) -> asyncio.Semaphore | None:
-        """This tool's concurrency cap on the running event loop, if it has one."""
-        if self.max_concurrency is None:
-            return None
-        loop = asyncio.get_running_loop()
-        sem = self._semaphores.get(loop)
-        if sem is None:
-            sem = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        return sem
+    def limiter(self) -> Limiter | None:
+        """This tool's concurrency cap, shared by every run, thread and event loop of the process."""
+        return self._limiter
 
     async def call(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
         """Run the function with validated ``kwargs`` (sync functions in a worker thread)."""
+        if not self.is_async:
+            return await finish_sync(self.in_thread(kwargs, context))
         if self.context_param is not None:
             kwargs[self.context_param] = context
-        if self.is_async:
-            return await self.function(**kwargs)
-        call = functools.partial(contextvars.copy_context().run, self.function, **kwargs)
-        result = await asyncio.get_running_loop().run_in_executor(_sync_tool_executor(), call)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await self.function(**kwargs)
+
+    def in_thread(self, kwargs: dict[str, Any], context: ToolContext) -> Future[Any]:
+        """Start a sync function in a daemon worker thread; the future is done when the thread is."""
+        if self.context_param is not None:
+            kwargs[self.context_param] = context
+        return start_in_thread(functools.partial(contextvars.copy_context().run, self.function, **kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not a tool."""
         return self.function(*args, **kwargs)
 
 
-_EXECUTOR: ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
-
-
-def _sync_tool_executor() -> ThreadPoolExecutor:
-    """The threads sync tools run in: tooloop's own, not the loop's default executor, because
-    ``asyncio.run`` (and so ``run_sync``) waits for the default executor's threads on exit, and a
-    hung tool would hold up a run that already ended by timeout or cancellation."""
-    global _EXECUTOR
-    with _EXECUTOR_LOCK:
-        if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tooloop-tool")
-        return _EXECUTOR
+async def finish_sync(thread: Future[Any]) -> Any:
+    """The result of a sync call started by :meth:`Tool.in_thread` (an awaitable it returned is awaited)."""
+    result = await asyncio.wrap_future(thread)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def _check_callable_shape(fn: Callable[..., Any], name: str) -> None:
