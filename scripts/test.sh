@@ -8,6 +8,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+echo "== test peers (MCP servers and ACP clients the tests run)"
+bash scripts/test_peers.sh
 echo "== ruff"
 .venv/bin/ruff check src tests bench examples
 .venv/bin/ruff format --check src tests bench examples

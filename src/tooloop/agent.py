@@ -28,7 +28,7 @@ from .messages import Message, StopReason, Usage
 from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
-from .store.journal import SessionBinding, default_store_url
+from .store.journal import SessionBinding, SessionLease, default_store_url
 from .tools.tool import Tool
 
 __all__ = ["Agent"]
@@ -53,6 +53,7 @@ class _Options:
     store: Store | str | None = None
     session_id: str | None = None
     tracer: Tracer | None = None
+    lease: SessionLease | None = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -110,7 +111,10 @@ class Agent:
         store: Store | str | None = None,
         session_id: str | None = None,
         tracer: Tracer | None = None,
+        lease: SessionLease | None = None,
     ):
+        if lease is not None and not isinstance(lease, SessionLease):
+            raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
         options = _Options(
             model=model,
             system=system,
@@ -127,6 +131,7 @@ class Agent:
             store=store,
             session_id=session_id,
             tracer=tracer,
+            lease=lease,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -224,8 +229,11 @@ class Agent:
         approve: Approver | None = None,
         journal: Journal | None = None,
         session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> Run:
         history, approvals = check_run_arguments(prompt, history, approvals, cancel, approve, session_id)
+        if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
+            raise ArgumentValueError(f"turn_id must be a non-empty str (a stable id of this turn), got {turn_id!r}")
         config = self._resolved()
         if approve is not None:
             config = replace(config, approver=approve)
@@ -234,7 +242,7 @@ class Agent:
         if session_id is not None:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
-            session = SessionBinding(self._options.store or default_store_url(), session_id)
+            session = SessionBinding(self._options.store or default_store_url(), session_id, self._options.lease)
             if config.context is None:
                 config = replace(config, context=ContextPolicy())
         elif self._options.store is not None:
@@ -253,6 +261,7 @@ class Agent:
             journal=journal,
             session_id=session_id,
             session=session,
+            turn_id=turn_id,
         )
 
     async def resume(
@@ -276,6 +285,7 @@ class Agent:
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
         session_id: str | None = None,
+        turn_id: str | None = None,
         raise_errors: bool = True,
     ) -> RunResult:
         """Run the loop to the end and return the result.
@@ -284,8 +294,12 @@ class Agent:
         the run continues from the history's tail: it runs calls decided in ``approvals`` (a run
         that stopped with ``APPROVAL_REQUIRED``), or interrupted calls, and then asks the model.
         With ``raise_errors=False`` a failure is returned as ``result.error`` instead of raised.
+
+        ``turn_id`` makes the turn idempotent: when the session already holds a prompt with this
+        turn id, it is not written again and the turn continues where it stands (or, finished,
+        is returned as it is) — so a worker retrying a turn after a crash never asks twice.
         """
-        run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id)
+        run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
         try:
             async for _ in run.messages():
                 pass
@@ -324,9 +338,12 @@ class Agent:
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
         session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> Conversation:
         """An async iterator of each message as it happens; ``.result`` after exhaustion."""
-        return Conversation(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
+        return Conversation(
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+        )
 
     def stream(
         self,
@@ -337,9 +354,12 @@ class Agent:
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
         session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> EventStream:
         """An async iterator of fine-grained events, ending with ``RunFinished``."""
-        return EventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
+        return EventStream(
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+        )
 
     def stream_sync(
         self,
@@ -350,13 +370,16 @@ class Agent:
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
         session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> SyncEventStream:
         """:meth:`stream` for code without an event loop: ``for event in agent.stream_sync(...)``.
 
         The run goes on in a worker thread with its own event loop, so this works in scripts and
         in notebooks alike; ``.stream_text()`` yields only the answer's text.
         """
-        return SyncEventStream(self._run(prompt, history, approvals, cancel, approve, session_id=session_id))
+        return SyncEventStream(
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+        )
 
     async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
         """Run follow-up prompts in sequence, each continuing the last (seed 002's ``runMultiTurn``).

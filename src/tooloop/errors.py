@@ -30,7 +30,8 @@
     │   └── RestoredToolError          an error read back from a stored transcript
     └── StoreError                     persistence failed
         ├── SessionNotFoundError
-        ├── ConflictError              another writer changed the session first
+        ├── ConflictError              another worker owns the session (never retried)
+        │   └── SessionBusyError       a live worker holds the session's lease
         └── CorruptDataError           stored data cannot be read (names session and position)
 
 Values given to tooloop are checked where they are given (``Agent(...)``, ``Limits(...)``,
@@ -72,6 +73,7 @@ __all__ = [
     "RestoredToolError",
     "RunError",
     "RunTimeoutError",
+    "SessionBusyError",
     "SessionNotFoundError",
     "StoreError",
     "ToolArgumentsError",
@@ -249,7 +251,16 @@ class SessionNotFoundError(StoreError, KeyError):
 
 
 class ConflictError(StoreError):
-    """Another writer changed the session since it was read; nothing was written."""
+    """Another worker owns this session: it changed the session since this run read it (or holds
+    its lease). Nothing was written. Never retry the same run: the owner is finishing the turn;
+    load the session again to see what it did."""
+
+
+class SessionBusyError(ConflictError):
+    """A live worker holds the session's lease; ``owner`` and ``expires_at`` say who and until when."""
+
+    owner: str | None = None
+    expires_at: float | None = None
 
 
 class CorruptDataError(StoreError):

@@ -292,9 +292,15 @@ class SystemMessage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """What the user said."""
+    """What the user said.
+
+    ``turn_id`` names the turn this prompt opened when the caller gave one
+    (``run(prompt, session_id=..., turn_id=...)``): a prompt whose turn id is already in the session
+    is not written again, so submitting a turn twice is safe. Providers never see it.
+    """
 
     text: str
+    turn_id: str | None = None
     kind: ClassVar[Literal["user"]] = "user"
 
 

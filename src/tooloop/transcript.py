@@ -239,7 +239,11 @@ def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
 
 def message_to_dict(message: Message) -> dict[str, Any]:
     """The JSON-compatible dict of one message (the unit a store writes)."""
-    if isinstance(message, SystemMessage | UserMessage):
+    if isinstance(message, UserMessage):
+        if message.turn_id is not None:
+            return {"kind": "user", "text": message.text, "turn_id": message.turn_id}
+        return {"kind": "user", "text": message.text}
+    if isinstance(message, SystemMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
         return _assistant_to_dict(message)
@@ -331,7 +335,8 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if kind == "system":
         return SystemMessage(_text(data, "text"))
     if kind == "user":
-        return UserMessage(_text(data, "text"))
+        turn_id = data.get("turn_id")
+        return UserMessage(_text(data, "text"), None if turn_id is None else _text(data, "turn_id"))
     if kind == "assistant":
         return AssistantMessage(
             _text(data, "text", ""),

@@ -56,6 +56,7 @@ PUBLIC = [
     "RunFinished",
     "RunResult",
     "RunTimeoutError",
+    "SessionBusyError",
     "SessionInfo",
     "SessionNotFoundError",
     "StepContext",

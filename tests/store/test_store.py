@@ -294,7 +294,12 @@ async def test_migrations_apply_on_open_and_keep_data(store_url: str) -> None:
     async with open_store(store_url) as current:
         await current.append("s", [call("a")])
         assert await current.load("s") == Transcript([UserMessage("written by schema 1"), call("a")])
-    assert execute_raw(store_url, "SELECT version FROM tooloop_schema_version ORDER BY version") == [(1,), (2,), (3,)]
+    assert execute_raw(store_url, "SELECT version FROM tooloop_schema_version ORDER BY version") == [
+        (1,),
+        (2,),
+        (3,),
+        (4,),
+    ]
 
 
 def test_open_store_rejects_unknown_urls() -> None:

@@ -80,8 +80,10 @@ class Run:
         journal: Journal | None = None,
         session_id: str | None = None,
         session: SessionSource | None = None,
+        turn_id: str | None = None,
     ):
         self.config = config
+        self.turn_id = turn_id
         self.model = config.model
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
         self.session_id = session_id
@@ -177,11 +179,13 @@ class Run:
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
         self.steps.start_clock()
+        if self.turn_id is not None:
+            self._find_turn(self.turn_id)
         if self.config.limits.max_cost is not None:
             self._check_priced()
         if self.token.cancelled and self._prompt is not None:
             # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
-            self.record.append([UserMessage(self._prompt)])
+            self.record.append([UserMessage(self._prompt, self.turn_id)])
             self._prompt = None
         step = self._begin()
         while True:
@@ -225,6 +229,8 @@ class Run:
 
     async def _begin(self) -> None:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
+        if self.stop_reason is not None:  # a finished turn submitted again
+            return
         transcript = self.record.transcript
         start, calls = unfinished_tail(transcript)
         if self.decisions and not calls:
@@ -234,11 +240,32 @@ class Run:
             if self.stop_reason is not None:
                 return
         if self._prompt is not None:
-            await self.record.add(UserMessage(self._prompt))
+            await self.record.add(UserMessage(self._prompt, self.turn_id))
         elif not transcript:
             raise ArgumentValueError(_NOTHING_TO_CONTINUE.format(session=self.session_id))
         elif not calls and (not transcript or isinstance(transcript[-1], AssistantMessage | SystemMessage)):
             self._stop(StopReason.END_TURN)
+
+    def _find_turn(self, turn_id: str) -> None:
+        """A turn already in the history is continued where it stands, never started again.
+
+        Its prompt is not written again; the run continues the turn's tail (interrupted calls run
+        again: this is an explicit continuation of that turn). A turn followed by later turns is
+        finished: the run returns it as it stands and writes nothing.
+        """
+        transcript = self.record.transcript
+        at = next(
+            (i for i in range(len(transcript) - 1, -1, -1) if _opens_turn(transcript[i], turn_id)),
+            None,
+        )
+        if at is None:
+            return
+        self._prompt = None
+        later = next((i for i in range(at + 1, len(transcript)) if isinstance(transcript[i], UserMessage)), None)
+        if later is not None:
+            self._set_history(transcript[:later])
+            self._stop(StopReason.END_TURN)
+        self.start = at
 
     def _check_priced(self) -> None:
         name = getattr(self.model, "name", None)
@@ -465,3 +492,7 @@ _NOTHING_TO_CONTINUE = (
 def _as_call(slot: Slot) -> ToolCall:
     template = slot.template
     return ToolCall(template.tool_call_id, template.tool_name, template.arguments)
+
+
+def _opens_turn(message: Message, turn_id: str) -> bool:
+    return isinstance(message, UserMessage) and message.turn_id == turn_id

@@ -12,8 +12,18 @@ from ..errors import ConfigurationError
 from ._common import BaseStore
 from .base import UNSET, SessionInfo, Store
 from .exchange import EXPORT_FORMAT, EXPORT_VERSION
+from .journal import SessionLease
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "UNSET", "BaseStore", "SessionInfo", "Store", "open_store"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "UNSET",
+    "BaseStore",
+    "SessionInfo",
+    "SessionLease",
+    "Store",
+    "open_store",
+]
 
 
 def open_store(url: str, **options: Any) -> BaseStore:

@@ -5,20 +5,41 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ..errors import SessionNotFoundError
+from ..errors import SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage
 from ..transcript import Transcript
 from ._records import Record
 from .base import UNSET, SessionInfo
 from .exchange import build_export, parse_export
 
-__all__ = ["BaseStore"]
+__all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy"]
+
+CLAIM_LEASE_SQL = (
+    "INSERT INTO tooloop_leases (session_id, owner, expires_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
+    "WHERE tooloop_leases.owner = excluded.owner OR tooloop_leases.expires_at < ? "
+    "RETURNING owner"
+)
+"""Take or renew a lease: it succeeds when the session has none, it is ours, or it has expired."""
+
+
+def busy(session_id: str, row: tuple[Any, ...] | None) -> SessionBusyError:
+    """The error for a lease held by someone else."""
+    owner, expires_at = (str(row[0]), float(row[1])) if row else (None, None)
+    left = f"for {max(0.0, expires_at - time.time()):.1f} s more" if expires_at is not None else ""
+    error = SessionBusyError(
+        f"session {session_id!r} is owned by {owner} {left}: another worker is running it. "
+        "Wait for it to finish (lease wait=), or for its lease to expire if it died"
+    )
+    error.owner, error.expires_at = owner, expires_at
+    return error
 
 
 class BaseStore(ABC):
@@ -27,6 +48,18 @@ class BaseStore(ABC):
     @abstractmethod
     async def append(self, session_id: str, messages: Sequence[Message], *, expected_version: int | None = None) -> int:
         """See :meth:`tooloop.store.Store.append`."""
+
+    @abstractmethod
+    async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
+        """Own ``session_id`` for ``ttl`` seconds (or renew our lease); returns when it expires.
+
+        Raises :class:`~tooloop.SessionBusyError` while another owner's lease is live; an expired
+        lease is taken over.
+        """
+
+    @abstractmethod
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        """Give up our lease on ``session_id`` (nothing happens if it is not ours any more)."""
 
     @abstractmethod
     async def load(self, session_id: str) -> Transcript:

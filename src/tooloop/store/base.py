@@ -67,6 +67,18 @@ class Store(Protocol):
         """The session's messages, each tool call in its final state at its original position."""
         ...
 
+    async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
+        """Own ``session_id`` for ``ttl`` seconds, or renew ``owner``'s lease; returns its expiry time.
+
+        Raises :class:`~tooloop.errors.SessionBusyError` while another owner's lease is live; an
+        expired lease is taken over. See :class:`~tooloop.store.SessionLease`.
+        """
+        ...
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        """End ``owner``'s lease on ``session_id`` (nothing happens if it is not theirs)."""
+        ...
+
     async def version(self, session_id: str) -> int:
         """The session's current version (0 when it does not exist)."""
         ...

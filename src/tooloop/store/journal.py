@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import socket
+import time
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ..errors import SessionNotFoundError
+from ..errors import ArgumentTypeError, ArgumentValueError, SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage, UserMessage
 from ..transcript import Transcript
 from .base import Store
 
-__all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "default_store_url"]
+__all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "SessionLease", "default_store_url"]
 
 _log = logging.getLogger("tooloop.store")
 
@@ -23,6 +28,73 @@ DEFAULT_STORE_URL = "sqlite:///tooloop-sessions.db"
 def default_store_url() -> str:
     """``$TOOLOOP_STORE`` when set, else an SQLite file in the working directory."""
     return os.environ.get("TOOLOOP_STORE") or DEFAULT_STORE_URL
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLease:
+    """Own a session while a run uses it, so one worker at a time runs it.
+
+    A run takes the session's lease before it reads the session and renews it every ``ttl / 3``
+    seconds; a second run finds it held and fails fast with :class:`~tooloop.SessionBusyError`, or
+    waits up to ``wait`` seconds for it. A worker that dies stops renewing, and its lease is
+    taken over ``ttl`` seconds later, so a dead worker's session is resumed by another one but a
+    live worker's never is. Hosts' clocks must agree to well under ``ttl``.
+    """
+
+    ttl: float = 30.0
+    """Seconds a lease lives without renewal: how long a dead worker's session stays blocked."""
+    wait: float = 0.0
+    """Seconds to wait for a held lease before :class:`~tooloop.SessionBusyError`."""
+
+    def __post_init__(self) -> None:
+        for name in ("ttl", "wait"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ArgumentTypeError(f"SessionLease({name}=...) must be a number of seconds, got {value!r}")
+        if self.ttl <= 0 or self.wait < 0:
+            raise ArgumentValueError(f"SessionLease needs ttl > 0 and wait >= 0, got ttl={self.ttl}, wait={self.wait}")
+
+
+class _Held:
+    """A lease this run holds, renewed in the background until released."""
+
+    def __init__(self, store: Store, session_id: str, lease: SessionLease):
+        self.store = store
+        self.session_id = session_id
+        self.lease = lease
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._renewing: asyncio.Task[None] | None = None
+
+    async def take(self) -> None:
+        deadline = time.monotonic() + self.lease.wait
+        while True:
+            try:
+                await self.store.claim_lease(self.session_id, self.owner, self.lease.ttl)
+                break
+            except SessionBusyError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                await asyncio.sleep(min(left, max(0.05, self.lease.ttl / 10)))
+        self._renewing = asyncio.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease.ttl / 3)
+            try:
+                await self.store.claim_lease(self.session_id, self.owner, self.lease.ttl)
+            except SessionBusyError:
+                _log.warning(
+                    "session %s: lease lost to another worker; this run stops at its next write", self.session_id
+                )
+                return
+
+    async def release(self) -> None:
+        if self._renewing is not None:
+            self._renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewing
+        await asyncio.shield(self.store.release_lease(self.session_id, self.owner))
 
 
 class SessionJournal:
@@ -58,9 +130,11 @@ class SessionJournal:
 class SessionBinding:
     """Opens a session for one run: its stored history and a journal; closes a store it opened."""
 
-    def __init__(self, store: Store | str, session_id: str):
+    def __init__(self, store: Store | str, session_id: str, lease: SessionLease | None = None):
         self._store = store
         self.session_id = session_id
+        self._lease = lease
+        self._held: _Held | None = None
         self._owned: Store | None = None
         self._opened: Store | None = None
 
@@ -68,6 +142,10 @@ class SessionBinding:
         """The session's messages (empty for a new session) and the journal to continue it."""
         store = await self._open_store()
         self._opened = store
+        if self._lease is not None:
+            held = _Held(store, self.session_id, self._lease)
+            await held.take()
+            self._held = held
         try:
             info = await store.get_session(self.session_id)
         except SessionNotFoundError:
@@ -92,6 +170,9 @@ class SessionBinding:
             if self._opened is not None and (usage.requests or usage.tool_calls):
                 await self._update_metadata(self._opened, usage, model, transcript)
         finally:
+            if self._held is not None:
+                held, self._held = self._held, None
+                await held.release()
             if self._owned is not None:
                 owned, self._owned = self._owned, None
                 await owned.close()

@@ -67,6 +67,17 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         "each session's total cost in US dollars, beside its usage, for queries over sessions",
         ("ALTER TABLE tooloop_sessions ADD COLUMN cost TEXT",),
     ),
+    Migration(
+        4,
+        "session leases: which worker owns a session until when",
+        (
+            """CREATE TABLE tooloop_leases (
+                session_id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                expires_at REAL NOT NULL
+            )""",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -110,6 +121,17 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         3,
         "each session's total cost in US dollars, beside its usage, for queries over sessions",
         ("ALTER TABLE tooloop_sessions ADD COLUMN cost NUMERIC",),
+    ),
+    Migration(
+        4,
+        "session leases: which worker owns a session until when",
+        (
+            """CREATE TABLE tooloop_leases (
+                session_id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                expires_at DOUBLE PRECISION NOT NULL
+            )""",
+        ),
     ),
 )
 

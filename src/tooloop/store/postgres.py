@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from ..errors import ConflictError, SessionNotFoundError, StoreError
 from ..messages import Message, Usage
 from ..transcript import SCHEMA_VERSION, Transcript
-from ._common import BaseStore
+from ._common import CLAIM_LEASE_SQL, BaseStore, busy
 from ._records import (
     Latest,
     Record,
@@ -109,6 +109,25 @@ class PostgresStore(BaseStore):
                 return await _append(conn, session_id, records, expected_version)
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"session {session_id!r}: another writer appended at the same position") from exc
+
+    async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
+        """See :meth:`tooloop.store.Store.claim_lease`."""
+        await self.open()
+        now = time.time()
+        async with self._pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(CLAIM_LEASE_SQL.replace("?", "%s"), (session_id, owner, now + ttl, now))
+            if await cursor.fetchone() is None:
+                cursor = await conn.execute(
+                    "SELECT owner, expires_at FROM tooloop_leases WHERE session_id = %s", (session_id,)
+                )
+                raise busy(session_id, await cursor.fetchone())
+        return now + ttl
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        """See :meth:`tooloop.store.Store.release_lease`."""
+        await self.open()
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("DELETE FROM tooloop_leases WHERE session_id = %s AND owner = %s", (session_id, owner))
 
     async def load(self, session_id: str) -> Transcript:
         """The session's transcript; see :meth:`tooloop.store.Store.load`."""

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ..errors import ConflictError, SessionNotFoundError, StoreError
 from ..messages import Message, Usage
 from ..transcript import SCHEMA_VERSION, Transcript
-from ._common import BaseStore
+from ._common import CLAIM_LEASE_SQL, BaseStore, busy
 from ._records import (
     Latest,
     Record,
@@ -122,6 +122,23 @@ class SQLiteStore(BaseStore):
         """Append ``messages`` in one transaction; see :meth:`tooloop.store.Store.append`."""
         records = [encode(m) for m in messages]
         return await self._run(lambda conn: _transaction(conn, _append, session_id, records, expected_version))
+
+    async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
+        """See :meth:`tooloop.store.Store.claim_lease`."""
+
+        def claim(conn: sqlite3.Connection) -> float:
+            now = time.time()
+            if conn.execute(CLAIM_LEASE_SQL, (session_id, owner, now + ttl, now)).fetchone() is None:
+                sql = "SELECT owner, expires_at FROM tooloop_leases WHERE session_id = ?"
+                raise busy(session_id, conn.execute(sql, (session_id,)).fetchone())
+            return now + ttl
+
+        return await self._run(lambda conn: _transaction(conn, claim))
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        """See :meth:`tooloop.store.Store.release_lease`."""
+        sql = "DELETE FROM tooloop_leases WHERE session_id = ? AND owner = ?"
+        await self._run(lambda conn: _transaction(conn, lambda c: c.execute(sql, (session_id, owner))))
 
     async def load(self, session_id: str) -> Transcript:
         """The session's transcript; see :meth:`tooloop.store.Store.load`."""

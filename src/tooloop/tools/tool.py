@@ -87,6 +87,9 @@ class Tool:
     max_concurrency: int | None = None
     """At most this many calls of this tool run at once, across all runs in the process."""
     strict: bool | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form facts about the tool for front ends, never sent to the model. The ACP server
+    reads ``title`` (shown to the user) and ``kind`` (an ACP tool kind such as ``"read"``)."""
     args_model: type[BaseModel] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
     _limiter: Limiter | None = field(init=False, default=None, repr=False, compare=False)
@@ -199,6 +202,7 @@ def _build(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     strict: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Tool:
     from .schema import function_schema
 
@@ -221,6 +225,7 @@ def _build(
         timeout=timeout,
         max_concurrency=max_concurrency,
         strict=strict,
+        metadata=dict(metadata or {}),
         args_model=schema.args_model,
         context_param=schema.context_param,
     )
@@ -238,6 +243,7 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     strict: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -250,12 +256,14 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     strict: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a :class:`Tool`; usable bare (``@tool``) or with options.
 
     The name comes from the function, the description from its docstring, and the parameters'
     JSON schema from its type hints (pydantic models, enums, ``Optional``, defaults, ``Annotated``
     descriptions and per-parameter docstring descriptions). Sync functions run in worker threads.
+    ``metadata`` is kept on the tool for front ends (never sent to the model).
     """
     options = {
         "name": name,
@@ -265,6 +273,7 @@ def tool(
         "timeout": timeout,
         "max_concurrency": max_concurrency,
         "strict": strict,
+        "metadata": metadata,
     }
     if fn is not None:
         return _build(fn, **options)  # type: ignore[arg-type]

@@ -1,0 +1,91 @@
+"""``python -m tooloop.acp``: serve one agent over stdio to an ACP client (an editor)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..agent import Agent
+from ..errors import ConfigurationError
+from ..loop.limits import Limits
+from ..tools.tool import Tool, as_tool
+
+__all__ = ["build_agent", "load_tools", "main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tooloop.acp",
+        description="Serve a tooloop agent over the Agent Client Protocol on stdin/stdout.",
+    )
+    parser.add_argument("--agent", help="an agent defined in tooloop.toml")
+    parser.add_argument("--model", help='a model string, e.g. "openai:gpt-4.1" or "ollama:qwen3"')
+    parser.add_argument("--system", help="instructions for the model")
+    parser.add_argument(
+        "--tool", action="append", default=[], metavar="MODULE:NAME", help="a tool by import path (repeatable)"
+    )
+    parser.add_argument("--store", metavar="URL", help="store sessions here and offer session/load")
+    parser.add_argument("--max-turns", type=int, help="model requests per prompt turn")
+    return parser
+
+
+def load_tools(paths: Iterable[str]) -> list[Tool]:
+    """Tools from ``module:name`` paths; ``name`` may be a tool, a function or a list of them."""
+    tools: list[Tool] = []
+    for path in paths:
+        module_name, _, attr = path.partition(":")
+        if not module_name or not attr:
+            raise ConfigurationError(f"--tool {path!r}: use the form package.module:function")
+        try:
+            value: Any = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigurationError(f"--tool {path!r}: {exc}") from exc
+        values = value if isinstance(value, list | tuple) else [value]
+        tools.extend(as_tool(v) for v in values)
+    return tools
+
+
+def build_agent(args: argparse.Namespace) -> Agent:
+    """The agent the options describe."""
+    if args.agent is not None:
+        import tooloop
+
+        load_agent = getattr(tooloop, "load_agent", None)
+        if load_agent is None:
+            raise ConfigurationError("--agent needs agents from tooloop.toml, which this version lacks")
+        agent: Agent = load_agent(args.agent)
+        if args.model:
+            agent = agent.with_model(args.model)
+    elif args.model:
+        agent = Agent(args.model)
+    else:
+        raise ConfigurationError("give --agent NAME or --model MODEL")
+    if args.system is not None:
+        agent = agent.with_system(args.system)
+    if args.tool:
+        agent = agent.with_tools(*load_tools(args.tool))
+    if args.max_turns is not None:
+        agent = agent.with_limits(Limits(max_turns=args.max_turns))
+    return agent
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the options, then serve until the client hangs up."""
+    args = _parser().parse_args(argv)
+    try:
+        agent = build_agent(args)
+    except ConfigurationError as exc:
+        print(f"tooloop acp: {exc}", file=sys.stderr)
+        return 2
+    from . import serve
+
+    asyncio.run(serve(agent, store=args.store))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""``AcpServer``: one tooloop agent behind the Agent Client Protocol (version 1), over stdio.
+
+Methods served: ``initialize``, ``session/new``, ``session/prompt``, ``session/cancel``, and
+``session/load`` when a store is configured. Everything else, custom ``_vendor`` requests
+included, is answered ``-32601``; schema errors ``-32602``.
+
+Answers worth knowing (they are documented in ``docs/acp.md``):
+
+* an unknown session id is ``-32602`` with ``data.details`` naming it;
+* a prompt sent while the same session is still answering one is refused with ``-32602``
+  (send ``session/cancel`` and wait for the running prompt's answer first);
+* a failure of the model provider is ``-32603`` with the error's text; after ``session/cancel``
+  the prompt is always answered ``{"stopReason": "cancelled"}``, whatever was raised inside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Sequence
+from typing import Any, cast
+
+import acp
+from acp import RequestError, schema
+from acp.interfaces import Client
+
+from ..agent import Agent
+from ..errors import SessionNotFoundError, ToolloopError
+from ..models.profiles import lookup_profile
+from ..store.base import Store
+from ..tools.tool import Tool
+from . import updates
+from .prompt import prompt_text
+from .session import McpServerSpec, Session, SessionTools
+from .turn import Turn
+
+__all__ = ["AcpServer"]
+
+_log = logging.getLogger("tooloop.acp")
+
+
+class AcpServer:
+    """Serves ``agent`` to one ACP client; each ACP session gets its own conversation.
+
+    With ``store`` the conversations are stored sessions (their ACP session id is the store's
+    session id) and ``session/load`` is offered; without it they live in memory.
+    """
+
+    def __init__(self, agent: Agent, *, store: Store | None = None, tools: SessionTools | None = None):
+        self._agent = agent
+        self._store = store
+        self._tools = tools or SessionTools()
+        self._sessions: dict[str, Session] = {}
+        self._conn: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        """The SDK hands over the connection to the client."""
+        self._conn = conn
+
+    @property
+    def _client(self) -> Client:
+        if self._conn is None:  # pragma: no cover - the SDK connects before any request
+            raise RequestError.internal_error({"details": "not connected"})
+        return self._conn
+
+    # ------------------------------------------------------------------ handshake
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: schema.ClientCapabilities | None = None,
+        client_info: schema.Implementation | None = None,
+        **_: Any,
+    ) -> schema.InitializeResponse:
+        """Speak protocol version 1 whatever the client asked; advertise only what works."""
+        from .. import __version__
+
+        capabilities = schema.AgentCapabilities(
+            load_session=self._store is not None,
+            prompt_capabilities=schema.PromptCapabilities(embedded_context=True),
+            mcp_capabilities=schema.McpCapabilities(http=self._tools.http),
+        )
+        return schema.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=capabilities,
+            auth_methods=[],
+            agent_info=schema.Implementation(name="tooloop", title="tooloop", version=__version__),
+        )
+
+    # ------------------------------------------------------------------ sessions
+
+    async def new_session(
+        self,
+        cwd: str,
+        mcp_servers: Sequence[McpServerSpec] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
+    ) -> schema.NewSessionResponse:
+        """A new conversation with its own id, with the client's MCP servers as extra tools."""
+        _check_directories(cwd, additional_directories)
+        session_id = uuid.uuid4().hex
+        self._sessions[session_id] = await self._open(session_id, cwd, mcp_servers or ())
+        return schema.NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[McpServerSpec] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
+    ) -> schema.LoadSessionResponse:
+        """Replay a stored conversation as updates, then answer; its next prompt continues it."""
+        if self._store is None:
+            raise RequestError.method_not_found("session/load")
+        _check_directories(cwd, additional_directories)
+        old = self._sessions.get(session_id)
+        if old is not None and old.busy:
+            raise _busy(session_id)
+        try:
+            transcript = await self._store.load(session_id)
+        except SessionNotFoundError:
+            raise RequestError.invalid_params({"details": f"no stored session {session_id!r}"}) from None
+        session = await self._open(session_id, cwd, mcp_servers or ())
+        for update in updates.replay(transcript, await session.tool_map()):
+            await self._client.session_update(session_id=session_id, update=update)
+        self._sessions[session_id] = session
+        if old is not None:
+            await old.aclose()
+        return schema.LoadSessionResponse()
+
+    async def _open(self, session_id: str, cwd: str, servers: Sequence[McpServerSpec]) -> Session:
+        agent = self._agent
+        if self._store is not None:
+            agent = agent.with_session(session_id, self._store)
+        return await Session.open(session_id, cwd, agent, self._tools, servers, stored=self._store is not None)
+
+    def _session(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+        return session
+
+    # ------------------------------------------------------------------ prompts
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> schema.PromptResponse:
+        """Run one turn, streaming its updates; answered with the turn's stop reason."""
+        session = self._session(session_id)
+        text = prompt_text(prompt)
+        if session.busy:
+            raise _busy(session_id)
+        token = session.begin()
+        try:
+            turn = Turn(
+                self._client,
+                session_id,
+                await session.tool_map(),
+                session.remembered,
+                token,
+                _context_window(session.agent),
+            )
+            stop = await _run_turn(session, turn, text)
+        finally:
+            session.end()
+        return schema.PromptResponse(stop_reason=stop)
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        """Stop the session's running turn at once; its prompt is answered ``cancelled``."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            _log.warning("session/cancel for unknown session %r ignored", session_id)
+            return
+        session.cancel()
+
+    # ------------------------------------------------------------------ extensions
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """No custom requests are implemented: ``-32601``."""
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Unknown custom notifications are ignored, as the protocol asks."""
+
+    async def aclose(self) -> None:
+        """Cancel running turns and stop every session's MCP servers."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.cancel()
+        await asyncio.gather(*(s.aclose() for s in sessions), return_exceptions=True)
+
+
+async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReason:
+    """The turn's ACP stop reason; after a cancel always ``cancelled``, never an error."""
+    token = session.token
+    assert token is not None
+    try:
+        async with session.stream(text, turn) as events:
+            async for event in events:
+                await turn.handle(event)
+    except Exception as exc:
+        if isinstance(exc, ToolloopError) and exc.transcript is not None:
+            session.keep(exc.transcript)
+        if token.cancelled:
+            return "cancelled"
+        _log.error("the turn failed: %s", exc, exc_info=exc)
+        raise RequestError.internal_error({"details": str(exc), "error": type(exc).__name__}) from exc
+    result = turn.result
+    if result is None:  # pragma: no cover - a stream always ends with RunFinished
+        raise RequestError.internal_error({"details": "the run ended without a result"})
+    session.keep(result.transcript)
+    return "cancelled" if token.cancelled else cast(schema.StopReason, result.stop_reason.acp)
+
+
+def _context_window(agent: Agent) -> int | None:
+    name = getattr(agent.model, "name", None)
+    profile = lookup_profile(name) if isinstance(name, str) else None
+    return profile.context_window if profile is not None else None
+
+
+def _busy(session_id: str) -> RequestError:
+    return RequestError.invalid_params(
+        {
+            "details": f"session {session_id!r} is still answering a prompt; "
+            "send session/cancel and wait for that prompt's answer first"
+        }
+    )
+
+
+def _check_directories(cwd: str, additional: list[str] | None) -> None:
+    if not os.path.isabs(cwd):
+        raise RequestError.invalid_params({"details": f"cwd must be an absolute path, got {cwd!r}"})
+    if additional:
+        raise RequestError.invalid_params({"details": "additionalDirectories is not supported by this agent"})
+
+
+def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    """Tools keyed by name."""
+    return {t.name: t for t in tools}

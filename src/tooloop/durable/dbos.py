@@ -1,0 +1,297 @@
+"""Durable conversation turns on DBOS Transact: any worker finishes a dead worker's turn.
+
+Install with ``pip install "tooloop[dbos]"``. One DBOS workflow runs one turn of one session;
+its id is derived from the session and turn id, so submitting a turn twice is one turn. Turns
+wait on a DBOS queue partitioned by session: across every worker, a session runs one turn at a
+time, with global and per-worker limits on the rest. The tooloop store stays the only record of
+the conversation; DBOS keeps the queue, ownership, recovery, retries and cancellation, and a
+stream of each turn's events that another process can read.
+
+Inside the workflow the whole turn is one DBOS step that runs the agent on its session with the
+turn id. When the worker dies, the step runs again elsewhere: the prompt is not written twice
+(the turn id), finished tool calls are not run again (the journal), and calls that were in
+flight at the kill run again — tools with side effects must use ``ToolContext.idempotency_key``.
+A worker that lost ownership (paused, then adopted by another) stops at its next write with
+:class:`~tooloop.ConflictError`, which is never retried.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
+
+from ..agent import Agent
+from ..errors import ConfigurationError, ConflictError, ProviderError, ToolloopError
+from ..events import Event, TextDelta, ThinkingDelta
+from ..loop.result import ApprovalDecision
+from ._wire import TurnOutcome, event_to_dict, turn_workflow_id
+
+__all__ = ["EVENTS_STREAM", "TURN_WORKFLOW", "DurableAgents", "DurableClient", "TurnHandle"]
+
+TURN_WORKFLOW = "tooloop.turn"
+"""The DBOS workflow name of a turn (a client enqueues it by this name)."""
+EVENTS_STREAM = "events"
+"""The DBOS stream key of a turn's events."""
+
+_AGENTS: dict[str, Agent] = {}
+_STEP: dict[str, Any] = {"max_attempts": 3, "interval_seconds": 1.0, "backoff_rate": 2.0}
+
+
+def _retryable(error: BaseException) -> bool:
+    """Retry what another attempt can fix; never a lost ownership or a mistake in the set-up."""
+    if isinstance(error, ConflictError):
+        return False  # another worker owns the session: retrying would fight it
+    if isinstance(error, ProviderError):
+        return error.retryable
+    return not isinstance(error, ToolloopError)  # a crash of the worker's own code: try again
+
+
+class _Forwarder:
+    """Sends a turn's events to its DBOS stream, text deltas merged to at most a few writes a second."""
+
+    def __init__(self, interval: float = 0.25):
+        self._interval = interval
+        self._text: list[str] = []
+        self._kind = ""
+        self._since = 0.0
+
+    async def send(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            if self._text and event.kind != self._kind:
+                await self.flush()
+            if not self._text:
+                self._since = time.monotonic()
+            self._kind = event.kind
+            self._text.append(event.text)
+            if time.monotonic() - self._since >= self._interval:
+                await self.flush()
+            return
+        await self.flush()
+        await DBOS.write_stream_async(EVENTS_STREAM, event_to_dict(event))
+
+    async def flush(self) -> None:
+        if self._text:
+            text, self._text = "".join(self._text), []
+            await DBOS.write_stream_async(EVENTS_STREAM, {"kind": self._kind, "text": text})
+
+
+async def _advance(
+    agent_name: str, session_id: str, prompt: str | None, turn_id: str, approvals: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The turn's one step: run the agent on the session with the turn id, forwarding events."""
+    agent = _AGENTS.get(agent_name)
+    if agent is None:
+        raise ConfigurationError(f"no agent {agent_name!r} is registered in this worker: {sorted(_AGENTS)}")
+    await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "attempt", "attempt": uuid.uuid4().hex})
+    decisions = [ApprovalDecision.from_dict(d) for d in approvals]
+    forward = _Forwarder()
+    async with agent.stream(prompt, session_id=session_id, turn_id=turn_id, approvals=decisions) as events:
+        async for event in events:
+            await forward.send(event)
+        result = events.result
+    await forward.flush()
+    assert result is not None
+    return TurnOutcome.of(result).to_dict()
+
+
+@DBOS.workflow(name=TURN_WORKFLOW)
+async def _turn(
+    agent_name: str, session_id: str, prompt: str | None, turn_id: str, approvals: list[dict[str, Any]]
+) -> dict[str, Any]:
+    options: Any = {"name": "tooloop.advance", "retries_allowed": True, "should_retry": _retryable, **_STEP}
+    options["preemptible"] = True  # cancel_workflow stops the turn at once, not at its next step
+    outcome = await DBOS.run_step_async(options, _advance, agent_name, session_id, prompt, turn_id, approvals)
+    await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "turn_finished", **outcome})
+    await DBOS.close_stream_async(EVENTS_STREAM)
+    return outcome
+
+
+def _check_identity(executor_id: object, application_version: object) -> None:
+    if not isinstance(executor_id, str) or not executor_id.strip() or executor_id == "local":
+        raise ConfigurationError(
+            f"executor_id={executor_id!r}: give every worker a unique, stable id (its pod or host name). "
+            "DBOS recovers a dead worker's turns by this id; the default 'local' makes live workers "
+            "re-run each other's turns"
+        )
+    if not isinstance(application_version, str) or not application_version.strip():
+        raise ConfigurationError(
+            f"application_version={application_version!r}: pin it (e.g. '2026-11-22'). DBOS only recovers "
+            "turns of the same version, and its default changes with every code edit, orphaning pending turns"
+        )
+
+
+class DurableAgents:
+    """The worker side: register agents, launch DBOS, serve turns from the queue.
+
+    Every worker registers the same agents under the same names before :meth:`launch`; each
+    agent needs a store (``Agent(..., store="postgresql://...")``) that every worker reaches.
+    """
+
+    def __init__(
+        self,
+        *,
+        app: str = "tooloop",
+        queue: str = "tooloop-turns",
+        worker_concurrency: int | None = 8,
+        global_concurrency: int | None = None,
+        max_attempts: int = 3,
+        polling_interval: float = 0.5,
+    ):
+        for name, value in (("worker_concurrency", worker_concurrency), ("global_concurrency", global_concurrency)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise ConfigurationError(f"DurableAgents({name}=...) must be a positive int or None, got {value!r}")
+        self.app = app
+        self.queue = queue
+        self.worker_concurrency = worker_concurrency
+        self.global_concurrency = global_concurrency
+        self.max_attempts = max_attempts
+        self.polling_interval = polling_interval
+        self._launched = False
+
+    def register(self, name: str, agent: Agent) -> None:
+        """Serve turns of ``agent`` under ``name`` (the name clients submit to)."""
+        if not isinstance(agent, Agent):
+            raise ConfigurationError(f"register({name!r}, ...) needs an Agent, got {type(agent).__name__}")
+        if agent._options.store is None:
+            raise ConfigurationError(
+                f"agent {name!r} has no store: durable turns keep the conversation in the store, "
+                "so build it with Agent(..., store='postgresql://...') reachable by every worker"
+            )
+        _AGENTS[name] = agent
+
+    async def launch(
+        self,
+        *,
+        system_database_url: str,
+        executor_id: str,
+        application_version: str,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Start DBOS in this process: recover this executor's own unfinished turns, then serve the queue.
+
+        ``executor_id`` must be unique per worker and stable across its restarts;
+        ``application_version`` must be pinned (change it only when the turn workflow changes).
+        ``config`` adds other DBOS settings.
+        """
+        _check_identity(executor_id, application_version)
+        _STEP["max_attempts"] = self.max_attempts
+        settings: dict[str, Any] = {
+            "name": self.app,
+            "system_database_url": system_database_url,
+            "executor_id": executor_id,
+            "application_version": application_version,
+            "log_level": "WARNING",
+            **(config or {}),
+        }
+        dbos_config: DBOSConfig = settings  # type: ignore[assignment]
+        DBOS(config=dbos_config)
+        DBOS.launch()
+        await DBOS.register_queue_async(
+            self.queue,
+            worker_concurrency=self.worker_concurrency,
+            global_concurrency=self.global_concurrency,
+            partition_concurrency=1,
+            polling_interval_sec=self.polling_interval,
+        )
+        self._launched = True
+
+    async def recover(self, executor_ids: Sequence[str]) -> list[str]:
+        """Take over the unfinished turns of workers that will not come back; returns their turn ids.
+
+        Call it for a worker that is known dead (or from a sweeper that watches heartbeats). A
+        worker declared dead by mistake keeps running its current step; it stops at its next
+        write to the session (the journal's version check) and its turn is finished here.
+        """
+        if not self._launched:
+            raise ConfigurationError("recover() needs a launched worker: await launch(...) first")
+        ids = [i for i in executor_ids if isinstance(i, str) and i]
+        handles = DBOS._recover_pending_workflows(ids)  # the only recovery of another executor's work in DBOS
+        return [h.get_workflow_id() for h in handles]
+
+    def shutdown(self, *, wait: float = 0) -> None:
+        """Stop serving turns (running ones are recovered by this executor id at its next launch)."""
+        DBOS.destroy(workflow_completion_timeout_sec=int(wait))
+        self._launched = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnHandle:
+    """One submitted turn: its workflow id, session and turn id."""
+
+    workflow_id: str
+    session_id: str
+    turn_id: str
+
+
+class DurableClient:
+    """The API-server side: submit turns, read their events, await, cancel, resume. No agent code needed."""
+
+    def __init__(self, system_database_url: str, *, app: str = "tooloop", queue: str = "tooloop-turns"):
+        self.queue = queue
+        self._client = DBOSClient(system_database_url=system_database_url, application_name=app)
+
+    async def submit(
+        self,
+        agent: str,
+        session_id: str,
+        prompt: str | None,
+        *,
+        turn_id: str,
+        approvals: Sequence[ApprovalDecision] = (),
+    ) -> TurnHandle:
+        """Queue one turn; submitting the same ``(session_id, turn_id)`` again returns the same turn.
+
+        ``prompt=None`` with ``approvals`` continues a turn that stopped for approval: the decision
+        is a turn of its own (give it its own ``turn_id``), so no worker waits for a person.
+        """
+        for name, value in (("agent", agent), ("session_id", session_id), ("turn_id", turn_id)):
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError(f"submit({name}=...) must be a non-empty str, got {value!r}")
+        workflow_id = turn_workflow_id(session_id, turn_id)
+        options: EnqueueOptions = {
+            "workflow_name": TURN_WORKFLOW,
+            "queue_name": self.queue,
+            "workflow_id": workflow_id,
+            "queue_partition_key": session_id,
+        }
+        decisions = [d.to_dict() for d in approvals]
+        await self._client.enqueue_async(options, agent, session_id, prompt, turn_id, decisions)
+        return TurnHandle(workflow_id, session_id, turn_id)
+
+    async def result(self, turn: TurnHandle, *, polling_interval: float = 0.2) -> TurnOutcome:
+        """Wait for the turn to end and return how it ended (the conversation is in the store)."""
+        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+        return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+
+    async def events(self, turn: TurnHandle, *, polling_interval: float = 0.1) -> AsyncIterator[dict[str, Any]]:
+        """The turn's events as JSON dicts, from the start, until the turn ends.
+
+        A retried turn (its worker died) starts a new ``{"kind": "attempt"}`` marker: text of an
+        earlier attempt was never part of the answer.
+        """
+        stream = self._client.read_stream_async(turn.workflow_id, EVENTS_STREAM, polling_interval_sec=polling_interval)
+        async for value in stream:
+            yield value
+
+    async def status(self, turn: TurnHandle) -> str:
+        """The DBOS status of the turn (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
+        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+        status = await handle.get_status()
+        return str(status.status)
+
+    async def cancel(self, turn: TurnHandle) -> None:
+        """Stop the turn; the session keeps a valid transcript (a cut call is recorded as cancelled)."""
+        await self._client.cancel_workflow_async(turn.workflow_id)
+
+    async def resume(self, turn: TurnHandle) -> None:
+        """Run a cancelled (or failed) turn again from where its session stands."""
+        await self._client.resume_workflow_async(turn.workflow_id, queue_name=self.queue)
+
+    def close(self) -> None:
+        """Release the client's database connections."""
+        self._client.destroy()

@@ -1,0 +1,150 @@
+"""Workers killed at random and at chosen points: every turn finishes, nothing is lost or repeated.
+
+The chaos run is bounded (a few sessions, a few turns, ~15 s of kills) so it fits in CI; the
+invariants are the ones a service depends on, checked from the store and the effects log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+from collections import Counter, defaultdict
+
+import pytest
+
+from tests.durable.conftest import Workers
+from tests.durable.test_dbos_turns import shape, turn_shape
+from tooloop.durable.dbos import DurableClient, TurnHandle
+from tooloop.store import open_store
+
+
+async def submit_all(client: DurableClient, sessions: int, turns: int) -> list[TurnHandle]:
+    return [
+        await client.submit("chaos", f"s{s}", f"s{s}-t{t}", turn_id=f"t{t}")
+        for s in range(sessions)
+        for t in range(turns)
+    ]
+
+
+async def check_sessions(workers: Workers, sessions: int, turns: int) -> None:
+    """Every transcript exactly as scripted: each prompt once, each call once with its outcome, the answer last."""
+    async with open_store(workers.store) as store:
+        for s in range(sessions):
+            stored = shape(await store.load(f"s{s}"))
+            assert stored == [row for t in range(turns) for row in turn_shape(f"s{s}-t{t}")], f"session s{s}"
+
+
+def effect_rows(workers: Workers) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(workers.store, autocommit=True) as pg:
+        return [row[0] for row in pg.execute("SELECT key FROM effects").fetchall()]
+
+
+def check_effects(workers: Workers, sessions: int, turns: int) -> None:
+    calls = {f"s{s}:s{s}-t{t}-c{i}" for s in range(sessions) for t in range(turns) for i in (1, 2, 3, 4)}
+    rows = effect_rows(workers)
+    assert Counter(rows) == Counter(calls)  # the idempotency key made every side effect exactly once
+    starts = Counter(r[3] for r in workers.lines("tool-start"))
+    ends: set[str] = set()
+    rerun_after_end = 0
+    for row in workers.lines():
+        if row[2] == "tool-end":
+            ends.add(row[3])
+        elif row[2] == "tool-start" and row[3] in ends:
+            rerun_after_end += 1  # a call whose tool returned but whose journal write the kill beat
+    assert set(starts) == {c.split(":", 1)[1] for c in calls}
+    assert rerun_after_end <= workers.kills
+
+
+def check_turn_order(workers: Workers) -> None:
+    """No session ever ran two turns at once: all of turn t's activity precedes turn t+1's."""
+    spans: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for row in workers.lines():
+        if row[2] in ("model", "tool-start", "tool-end"):
+            prompt = row[3] if row[2] == "model" else row[3].rsplit("-", 1)[0]
+            session, turn = prompt.split("-t")
+            spans[(session, int(turn))].append(float(row[0]))
+    for (session, turn), times in spans.items():
+        following = spans.get((session, turn + 1))
+        if following:
+            assert max(times) < min(following), f"{session} turn {turn} overlapped turn {turn + 1}"
+
+
+@pytest.mark.timeout(420)
+async def test_random_sigkills_with_restarts_and_adoptions_lose_and_repeat_nothing(pg_workers: Workers) -> None:
+    sessions, turns = 6, 3
+    rng = random.Random(7)
+    live = ["w0", "w1"]
+    for name in live:
+        pg_workers.start(name)
+    client = DurableClient(pg_workers.db)
+    try:
+        handles = await submit_all(client, sessions, turns)
+        for n in range(5):  # bounded chaos: a kill every 1.5-3 s
+            await asyncio.sleep(rng.uniform(1.5, 3.0))
+            victim = rng.choice(live)
+            pg_workers.kill(victim)
+            if n % 2 == 0:
+                await asyncio.to_thread(pg_workers.start, victim)  # restarted under its own id: recovers its turns
+            else:
+                adopter = f"w{len(pg_workers.procs)}"
+                await asyncio.to_thread(pg_workers.start, adopter, recover=(victim,))
+                live[live.index(victim)] = adopter
+        outcomes = await asyncio.wait_for(asyncio.gather(*(client.result(h) for h in handles)), 240)
+        statuses = {await client.status(h) for h in handles}
+    finally:
+        client.close()
+    assert pg_workers.kills == 5
+    assert statuses == {"SUCCESS"}
+    assert all(o.stop_reason == "end_turn" and o.error is None for o in outcomes)
+    await check_sessions(pg_workers, sessions, turns)
+    check_effects(pg_workers, sessions, turns)
+    check_turn_order(pg_workers)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("point", ["after_prompt", "after_tool", "mid_stream"])
+async def test_a_worker_killed_at_a_chosen_point_is_recovered_exactly(pg_workers: Workers, point: str) -> None:
+    pg_workers.start("w0", env={"TOOLOOP_TEST_KILL": f"{point}:s0-t0"})
+    client = DurableClient(pg_workers.db)
+    try:
+        turn = await client.submit("chaos", "s0", "s0-t0", turn_id="t0")
+        pg_workers.wait(lambda: bool(pg_workers.lines("kill")), 60, f"the kill at {point}")
+        pg_workers.procs["w0"].wait()
+        pg_workers.kills += 1
+        await asyncio.to_thread(pg_workers.start, "w1", recover=("w0",))
+        outcome = await asyncio.wait_for(client.result(turn), 120)
+    finally:
+        client.close()
+    assert outcome.text == "done s0-t0"
+    await check_sessions(pg_workers, 1, 1)
+    check_effects(pg_workers, 1, 1)
+    models = [r for r in pg_workers.lines("model")]
+    if point == "after_tool":  # the call the kill cut after its effect ran again, its effect did not
+        assert len(pg_workers.lines("tool-start")) >= 5
+    if point == "mid_stream":  # the answer was asked again; its text came once into the session
+        assert [r[4] for r in models].count("4") == 2
+
+
+@pytest.mark.timeout(240)
+async def test_a_paused_worker_whose_turn_was_adopted_stops_at_its_next_write(pg_workers: Workers) -> None:
+    pg_workers.start("w0")
+    client = DurableClient(pg_workers.db)
+    try:
+        turn = await client.submit("chaos", "s0", "s0-t0", turn_id="t0")
+        pg_workers.wait(lambda: len(pg_workers.lines("tool-start")) >= 1, 60, "a tool to start")
+        pg_workers.kill("w0", signal.SIGSTOP)
+        await asyncio.to_thread(pg_workers.start, "w1", recover=("w0",))
+        outcome = await asyncio.wait_for(client.result(turn), 120)
+        pg_workers.kill("w0", signal.SIGCONT)
+        await asyncio.sleep(3)  # the zombie wakes, finishes its in-flight tools, then tries to write
+        assert await client.status(turn) == "SUCCESS"
+    finally:
+        client.close()
+    assert outcome.text == "done s0-t0"
+    await check_sessions(pg_workers, 1, 1)  # the zombie's late writes were refused, nothing doubled
+    assert Counter(effect_rows(pg_workers)) == Counter(f"s0:s0-t0-c{i}" for i in (1, 2, 3, 4))
+    zombie = str(pg_workers.procs["w0"].pid)
+    assert not [r for r in pg_workers.lines("model") if r[1] == zombie and r[4] != "0"]  # it never asked again

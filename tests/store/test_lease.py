@@ -1,0 +1,94 @@
+"""Session leases: a live owner keeps a second worker out; a dead owner's lease is taken over."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tooloop import Agent, ArgumentValueError, ConflictError, ModelRequest, SessionBusyError, UserMessage
+from tooloop.store import BaseStore, SessionLease, open_store
+from tooloop.testing import FunctionModel
+
+
+async def test_a_live_lease_refuses_another_owner_and_an_expired_one_is_taken_over(store: BaseStore) -> None:
+    await store.claim_lease("s", "worker-a", ttl=0.5)
+    with pytest.raises(SessionBusyError, match="worker-a") as caught:
+        await store.claim_lease("s", "worker-b", ttl=10)
+    assert caught.value.owner == "worker-a" and isinstance(caught.value, ConflictError)
+    assert await store.claim_lease("s", "worker-a", ttl=0.5) > time.time()  # the owner renews
+    await asyncio.sleep(0.7)  # worker-a died: nobody renews
+    await store.claim_lease("s", "worker-b", ttl=10)
+    with pytest.raises(SessionBusyError, match="worker-b"):
+        await store.claim_lease("s", "worker-a", ttl=10)
+
+
+async def test_release_ends_only_the_owners_lease(store: BaseStore) -> None:
+    await store.claim_lease("s", "a", ttl=10)
+    await store.release_lease("s", "b")  # not b's: nothing happens
+    with pytest.raises(SessionBusyError):
+        await store.claim_lease("s", "b", ttl=10)
+    await store.release_lease("s", "a")
+    await store.claim_lease("s", "b", ttl=10)
+
+
+async def test_a_second_run_on_a_leased_session_fails_fast_and_writes_nothing(store_url: str) -> None:
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await gate.wait()
+        return "first answer"
+
+    agent = Agent(FunctionModel(slow), store=store_url, lease=SessionLease(ttl=5))
+    first = asyncio.create_task(agent.run("one", session_id="s"))
+    await started.wait()
+    with pytest.raises(SessionBusyError):
+        await agent.run("two", session_id="s")
+    gate.set()
+    assert (await first).text == "first answer"
+    async with open_store(store_url) as opened:
+        assert [m.text for m in await opened.load("s") if isinstance(m, UserMessage)] == ["one"]
+    assert (await agent.run("three", session_id="s")).text == "first answer"  # released at the end
+
+
+async def test_a_waiting_run_gets_the_session_when_the_owner_finishes(store_url: str) -> None:
+    gate = asyncio.Event()
+    calls: list[str] = []
+
+    async def answer(request: ModelRequest) -> str:
+        text = request.messages[-1].text  # type: ignore[union-attr]
+        calls.append(text)
+        if text == "one":
+            await gate.wait()
+        return f"re: {text}"
+
+    agent = Agent(FunctionModel(answer), store=store_url, lease=SessionLease(ttl=5, wait=30))
+    first = asyncio.create_task(agent.run("one", session_id="s"))
+    while not calls:
+        await asyncio.sleep(0.01)
+    second = asyncio.create_task(agent.run("two", session_id="s"))
+    await asyncio.sleep(0.5)
+    assert calls == ["one"]  # the second run waits for the lease, it has not asked the model
+    gate.set()
+    assert [(await first).text, (await second).text] == ["re: one", "re: two"]
+
+
+async def test_the_lease_is_renewed_while_a_long_run_holds_it(store_url: str) -> None:
+    async def slow(request: ModelRequest) -> str:
+        await asyncio.sleep(1.5)  # five times the lease's life
+        return "done"
+
+    agent = Agent(FunctionModel(slow), store=store_url, lease=SessionLease(ttl=0.3))
+    first = asyncio.create_task(agent.run("one", session_id="s"))
+    await asyncio.sleep(0.9)
+    with pytest.raises(SessionBusyError):
+        await agent.run("two", session_id="s")
+    assert (await first).text == "done"
+
+
+@pytest.mark.parametrize("bad", [{"ttl": 0}, {"wait": -1}])
+def test_a_lease_needs_a_positive_life_and_a_non_negative_wait(bad: dict[str, float]) -> None:
+    with pytest.raises(ArgumentValueError):
+        SessionLease(**bad)
