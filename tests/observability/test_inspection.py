@@ -10,7 +10,7 @@ import pytest
 from tests.models import anthropic_wire as aw
 from tests.models.openai_wire import chunk, completion, plain, stream, usage, usage_chunk
 from tests.support.wire import WireServer
-from tooloop import Agent, Hooks, ModelSettings, get_model
+from tooloop import Agent, Hooks, ModelSettings, UserMessage, get_model
 from tooloop.models.payloads import ProviderPayload
 
 SECRET = "sk-very-secret-0123456789abcdef"
@@ -107,10 +107,8 @@ async def test_requests_results_and_tool_calls_read_well() -> None:
     seen: list[str] = []
     hooks = Hooks(on_model_response=lambda step: seen.append(repr(step.request)) and None)
     result = await Agent("test:echo", system="Be brief.", tools=[add], hooks=hooks).run("What is 1 + 1?")
-    assert (
-        seen[0]
-        == "ModelRequest(messages=[SystemMessage(text='Be brief.'), UserMessage(text='What is 1 + 1?')], tools=['add'])"
-    )
+    user = UserMessage("What is 1 + 1?")
+    assert seen[0] == f"ModelRequest(messages=[SystemMessage(text='Be brief.'), {user!r}], tools=['add'])"
     assert (
         repr(result.tool_calls[0])
         == "ToolCallMessage(tool_name='add', arguments={'a': 1, 'b': 1}, status='ok', result=2, tool_call_id='call_0')"
