@@ -28,9 +28,11 @@ class Workers:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     kills: int = 0
 
-    def start(self, executor: str, *, recover: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
+    def start(
+        self, executor: str, *, recover: tuple[str, ...] = (), env: dict[str, str] | None = None, sweep: float = 0
+    ) -> None:
         args = [sys.executable, "-m", "tests.durable.worker", "--db", self.db, "--store", self.store]
-        args += ["--executor", executor, "--effects", str(self.effects)]
+        args += ["--executor", executor, "--effects", str(self.effects), "--sweep", str(sweep)]
         for dead in recover:
             args += ["--recover", dead]
         ready = self.lines("ready")

@@ -148,3 +148,24 @@ async def test_a_paused_worker_whose_turn_was_adopted_stops_at_its_next_write(pg
     assert Counter(effect_rows(pg_workers)) == Counter(f"s0:s0-t0-c{i}" for i in (1, 2, 3, 4))
     zombie = str(pg_workers.procs["w0"].pid)
     assert not [r for r in pg_workers.lines("model") if r[1] == zombie and r[4] != "0"]  # it never asked again
+
+
+@pytest.mark.timeout(240)
+async def test_the_sweeper_recovers_a_dead_workers_turn_without_an_operator(pg_workers: Workers) -> None:
+    pg_workers.start("w0", sweep=3)
+    pg_workers.start("w1", sweep=3)
+    client = DurableClient(pg_workers.db)
+    try:
+        turns = [await client.submit("chaos", f"s{s}", f"s{s}-t0", turn_id="t0") for s in range(4)]
+        pg_workers.wait(lambda: len(pg_workers.lines("tool-start")) >= 4, 60, "tools to start")
+        w0 = str(pg_workers.procs["w0"].pid)
+        victim = "w0" if any(r[1] == w0 for r in pg_workers.lines("tool-start")) else "w1"  # one that runs a turn
+        pg_workers.kill(victim)
+        outcomes = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in turns)), 150)
+    finally:
+        client.close()
+    assert [o.text for o in outcomes] == [f"done s{s}-t0" for s in range(4)]
+    survivor = "w1" if victim == "w0" else "w0"
+    assert pg_workers.procs[survivor].poll() is None
+    await check_sessions(pg_workers, 4, 1)
+    check_effects(pg_workers, 4, 1)

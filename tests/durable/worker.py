@@ -119,12 +119,15 @@ async def main() -> None:
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--tool-min", type=float, default=0.1)
     parser.add_argument("--tool-max", type=float, default=0.4)
+    parser.add_argument("--sweep", type=float, default=0.0, help="run the sweeper: dead after this many seconds")
     OPTIONS = parser.parse_args()
     durable = DurableAgents(worker_concurrency=OPTIONS.worker_concurrency, polling_interval=0.2)
     durable.register("chaos", Agent(ChaosModel(), tools=[work], store=OPTIONS.store))  # type: ignore[arg-type]
     await durable.launch(system_database_url=OPTIONS.db, executor_id=OPTIONS.executor, application_version="test-1")
     if OPTIONS.recover:
         await durable.recover(OPTIONS.recover)
+    if OPTIONS.sweep:
+        durable.start_sweeper(interval=OPTIONS.sweep / 4, dead_after=OPTIONS.sweep)
     log(f"ready {OPTIONS.executor}")
     await asyncio.Event().wait()
 

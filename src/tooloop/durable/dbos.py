@@ -17,6 +17,9 @@ A worker that lost ownership (paused, then adopted by another) stops at its next
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -38,6 +41,7 @@ TURN_WORKFLOW = "tooloop.turn"
 EVENTS_STREAM = "events"
 """The DBOS stream key of a turn's events."""
 
+_log = logging.getLogger("tooloop.durable")
 _AGENTS: dict[str, Agent] = {}
 _STEP: dict[str, Any] = {"max_attempts": 3, "interval_seconds": 1.0, "backoff_rate": 2.0}
 
@@ -152,6 +156,9 @@ class DurableAgents:
         self.max_attempts = max_attempts
         self.polling_interval = polling_interval
         self._launched = False
+        self._executor_id = ""
+        self._database = ""
+        self._sweeper: asyncio.Task[None] | None = None
 
     def register(self, name: str, agent: Agent) -> None:
         """Serve turns of ``agent`` under ``name`` (the name clients submit to)."""
@@ -191,6 +198,7 @@ class DurableAgents:
         dbos_config: DBOSConfig = settings  # type: ignore[assignment]
         DBOS(config=dbos_config)
         DBOS.launch()
+        self._executor_id, self._database = executor_id, system_database_url
         await DBOS.register_queue_async(
             self.queue,
             worker_concurrency=self.worker_concurrency,
@@ -213,10 +221,89 @@ class DurableAgents:
         handles = DBOS._recover_pending_workflows(ids)  # the only recovery of another executor's work in DBOS
         return [h.get_workflow_id() for h in handles]
 
+    def start_sweeper(self, *, interval: float = 5.0, dead_after: float = 60.0) -> None:
+        """Recover the turns of workers that stopped beating, automatically.
+
+        Every worker that runs the sweeper writes a heartbeat every ``interval`` seconds to a
+        table in the DBOS system database; a worker silent for ``dead_after`` seconds is taken
+        for dead and its unfinished turns are recovered by whichever sweeper sees it first
+        (recovery is idempotent). Choose ``dead_after`` well above the longest pause a live
+        worker can have: a worker recovered while alive is fenced, but its in-flight tool calls
+        run twice.
+        """
+        if not self._launched:
+            raise ConfigurationError("start_sweeper() needs a launched worker: await launch(...) first")
+        if not 0 < interval < dead_after:
+            raise ConfigurationError(f"start_sweeper needs 0 < interval < dead_after, got {interval}, {dead_after}")
+        heartbeats = _Heartbeats(self._database, self._executor_id)
+        self._sweeper = asyncio.create_task(self._sweep(heartbeats, interval, dead_after))
+
+    async def _sweep(self, heartbeats: _Heartbeats, interval: float, dead_after: float) -> None:
+        try:
+            while True:
+                dead = await asyncio.to_thread(heartbeats.beat_and_find_dead, dead_after)
+                if dead:
+                    recovered = await self.recover(dead)
+                    await asyncio.to_thread(heartbeats.forget, dead)
+                    _log.warning("recovered %d turns of silent workers %s", len(recovered), dead)
+                await asyncio.sleep(interval)
+        finally:
+            heartbeats.close()
+
     def shutdown(self, *, wait: float = 0) -> None:
         """Stop serving turns (running ones are recovered by this executor id at its next launch)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         DBOS.destroy(workflow_completion_timeout_sec=int(wait))
         self._launched = False
+
+
+class _Heartbeats:
+    """``(executor_id, last_seen)`` rows in the DBOS system database, for the sweeper."""
+
+    def __init__(self, url: str, executor_id: str):
+        import sqlalchemy
+
+        if url.startswith(("postgresql://", "postgres://")):
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
+        self._sa = sqlalchemy
+        self._engine = sqlalchemy.create_engine(url, pool_size=1)
+        self._me = executor_id
+        with self._engine.begin() as conn:
+            conn.execute(
+                sqlalchemy.text(
+                    "CREATE TABLE IF NOT EXISTS tooloop_dbos_heartbeats "
+                    "(executor_id TEXT PRIMARY KEY, last_seen DOUBLE PRECISION NOT NULL)"
+                )
+            )
+
+    def beat_and_find_dead(self, dead_after: float) -> list[str]:
+        text, now = self._sa.text, time.time()
+        with self._engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO tooloop_dbos_heartbeats (executor_id, last_seen) VALUES (:me, :now) "
+                    "ON CONFLICT (executor_id) DO UPDATE SET last_seen = excluded.last_seen"
+                ),
+                {"me": self._me, "now": now},
+            )
+            rows = conn.execute(
+                text("SELECT executor_id FROM tooloop_dbos_heartbeats WHERE last_seen < :limit AND executor_id != :me"),
+                {"limit": now - dead_after, "me": self._me},
+            )
+            return [str(row[0]) for row in rows]
+
+    def forget(self, executor_ids: Sequence[str]) -> None:
+        with self._engine.begin() as conn:
+            for executor_id in executor_ids:
+                conn.execute(
+                    self._sa.text("DELETE FROM tooloop_dbos_heartbeats WHERE executor_id = :id"), {"id": executor_id}
+                )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._engine.dispose()
 
 
 @dataclass(frozen=True, slots=True)
