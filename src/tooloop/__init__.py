@@ -4,6 +4,8 @@ Send the conversation to a model, run the tools it asks for, send the results ba
 until it answers without tools, stopping for a reason you can act on.
 """
 
+import os
+
 from .agent import Agent
 from .context import ContextPolicy
 from .errors import (
@@ -35,6 +37,7 @@ from .errors import (
     ToolDeniedError,
     ToolError,
     ToolloopError,
+    ToolSourceError,
     ToolTimeoutError,
     UnknownToolError,
     UserError,
@@ -51,6 +54,7 @@ from .events import (
     ThinkingDelta,
     ToolCallDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from .loop.cancel import CancelToken
@@ -61,24 +65,41 @@ from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
 from .loop.syncstream import SyncEventStream
 from .messages import (
     AssistantMessage,
+    AudioContent,
+    ContentPart,
+    EmbeddedResource,
+    ImageContent,
     Message,
     ModelResponse,
+    ResourceLink,
     StopReason,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     ToolCall,
     ToolCallMessage,
     ToolCallStatus,
+    ToolOutput,
     Usage,
     UserMessage,
 )
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
 from .models.registry import ModelConfig, get_model, register_model_config, register_provider
 from .store import SessionInfo, Store, open_store
+from .tools.source import ToolSource
 from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
 
 __version__ = "0.1.0"
+
+
+def load_agent(name: str, *, path: str | os.PathLike[str] | None = None) -> Agent:
+    """The agent ``[agents.NAME]`` of ``tooloop.toml`` (found in the project folder, then the user's
+    configuration folder, unless ``path`` names the file). See :mod:`tooloop.config`."""
+    from .config import load_agent as load
+
+    return load(name, path=path)
+
 
 __all__ = [
     "Agent",
@@ -90,19 +111,23 @@ __all__ = [
     "ArgumentTypeError",
     "ArgumentValueError",
     "AssistantMessage",
+    "AudioContent",
     "AuthenticationError",
     "BadRequestError",
     "CancelToken",
     "ConfigurationError",
     "ConflictError",
+    "ContentPart",
     "ContextBudgetError",
     "ContextLengthError",
     "ContextPolicy",
     "Conversation",
     "CorruptDataError",
+    "EmbeddedResource",
     "Event",
     "EventStream",
     "Hooks",
+    "ImageContent",
     "Limits",
     "LoopControl",
     "Message",
@@ -122,6 +147,7 @@ __all__ = [
     "ProviderOverloadedError",
     "ProviderTimeoutError",
     "RateLimitError",
+    "ResourceLink",
     "RestoredToolError",
     "RunError",
     "RunFinished",
@@ -136,6 +162,7 @@ __all__ = [
     "StoreError",
     "SyncEventStream",
     "SystemMessage",
+    "TextContent",
     "TextDelta",
     "ThinkingDelta",
     "ThinkingPart",
@@ -145,12 +172,16 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallMessage",
+    "ToolCallProgress",
     "ToolCallStarted",
     "ToolCallStatus",
     "ToolContext",
     "ToolDefinition",
     "ToolDeniedError",
     "ToolError",
+    "ToolOutput",
+    "ToolSource",
+    "ToolSourceError",
     "ToolTimeoutError",
     "ToolloopError",
     "Transcript",
@@ -160,6 +191,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "get_model",
+    "load_agent",
     "open_store",
     "register_model_config",
     "register_provider",

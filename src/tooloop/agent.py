@@ -29,6 +29,7 @@ from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
 from .store.journal import SessionBinding, SessionLease, default_store_url
+from .tools.source import ToolSource
 from .tools.tool import Tool
 
 __all__ = ["Agent"]
@@ -41,6 +42,7 @@ class _Options:
     model: Model | str
     system: str | None = None
     tools: tuple[Tool, ...] = ()
+    sources: tuple[ToolSource, ...] = ()
     limits: Limits = field(default_factory=Limits)
     output_type: Any = None
     hooks: Hooks = field(default_factory=Hooks)
@@ -98,7 +100,7 @@ class Agent:
         model: Model | str,
         *,
         system: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | ToolSource | Callable[..., Any]] = (),
         limits: Limits | None = None,
         output_type: Any = None,
         hooks: Hooks | None = None,
@@ -115,10 +117,12 @@ class Agent:
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
+        plain, sources = _split_tools(tools)
         options = _Options(
             model=model,
             system=system,
-            tools=tool_list(tools),
+            tools=plain,
+            sources=sources,
             limits=limits if limits is not None else Limits(),
             output_type=output_type,
             hooks=hooks if hooks is not None else Hooks(),
@@ -156,9 +160,10 @@ class Agent:
         """A copy with other instructions."""
         return self._copy(system=system)
 
-    def with_tools(self, *tools: Tool | Callable[..., Any]) -> Agent:
-        """A copy with these tools added."""
-        return self._copy(tools=self._options.tools + tool_list(tools))
+    def with_tools(self, *tools: Tool | ToolSource | Callable[..., Any]) -> Agent:
+        """A copy with these tools (or tool sources such as MCP servers) added."""
+        plain, sources = _split_tools(tools)
+        return self._copy(tools=self._options.tools + plain, sources=self._options.sources + sources)
 
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
@@ -204,6 +209,11 @@ class Agent:
         return tuple(self._resolved().tools.values())
 
     @property
+    def tool_sources(self) -> tuple[ToolSource, ...]:
+        """Where more tools come from (MCP servers), listed before every model request."""
+        return self._options.sources
+
+    @property
     def limits(self) -> Limits:
         """The run limits."""
         return self._options.limits
@@ -217,6 +227,31 @@ class Agent:
         if self._config is None:
             self._config = _resolve(self._options)
         return self._config
+
+    # ------------------------------------------------------------------ tool sources
+
+    async def start(self) -> None:
+        """Start every tool source (MCP server) of the agent at once; without this they start on
+        first use. If one fails, the others are stopped and the error is raised."""
+        results = await asyncio.gather(*(s.start() for s in self._options.sources), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            await self.aclose()
+            raise failures[0]
+
+    async def aclose(self) -> None:
+        """Stop every tool source of the agent (they start again if the agent is used again)."""
+        results = await asyncio.gather(*(s.aclose() for s in self._options.sources), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def __aenter__(self) -> Agent:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
     # ------------------------------------------------------------------ front doors
 
@@ -242,7 +277,9 @@ class Agent:
         if session_id is not None:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
-            session = SessionBinding(self._options.store or default_store_url(), session_id, self._options.lease)
+            session = SessionBinding(
+                self._options.store or default_store_url(), session_id, self._options.lease, turn_id=turn_id
+            )
             if config.context is None:
                 config = replace(config, context=ContextPolicy())
         elif self._options.store is not None:
@@ -403,6 +440,19 @@ class Agent:
         return replace(result, usage=usage, start=start or 0)
 
 
+def _split_tools(values: Any) -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]:
+    """The plain tools and the tool sources (MCP servers) of ``tools=[...]``."""
+    if not isinstance(values, Iterable) or isinstance(values, str | bytes | Mapping | Tool | ToolSource):
+        return tool_list(values), ()  # not a list: tool_list says what to pass
+    items = list(values)
+    sources = tuple(v for v in items if _is_source(v))
+    return tool_list([v for v in items if not _is_source(v)]), sources
+
+
+def _is_source(value: Any) -> bool:
+    return isinstance(value, ToolSource) and not isinstance(value, Tool)
+
+
 def _names(value: Iterable[str] | str, parameter: str) -> frozenset[str]:
     """Tool names given to ``parameter``: a string is one name, not a list of letters."""
     if isinstance(value, str):
@@ -423,6 +473,8 @@ def _check_tools(options: _Options) -> None:
         if tool.name in seen:
             raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must be unique")
         seen.add(tool.name)
+    if options.sources:
+        return  # names may belong to tool sources (MCP servers), known only once they are listed
     for parameter, names in (("allowed_tools", options.allowed_tools), ("denied_tools", options.denied_tools)):
         unknown = sorted(names - seen) if names else []
         if unknown:
@@ -458,6 +510,8 @@ def _resolve(options: _Options) -> RunConfig:
         model=model,
         system=system,
         tools=tools,
+        sources=options.sources,
+        allowed=allowed,
         denied=denied,
         limits=options.limits,
         settings=settings,

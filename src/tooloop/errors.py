@@ -28,6 +28,7 @@
     │   ├── ToolTimeoutError           the tool ran longer than its timeout
     │   ├── ToolDeniedError            denied by an allow/deny list or an approver
     │   └── RestoredToolError          an error read back from a stored transcript
+    ├── ToolSourceError                a tool source (an MCP server) failed to start, or stopped
     └── StoreError                     persistence failed
         ├── SessionNotFoundError
         ├── ConflictError              another worker owns the session (never retried)
@@ -79,6 +80,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolDeniedError",
     "ToolError",
+    "ToolSourceError",
     "ToolTimeoutError",
     "ToolloopError",
     "UnknownToolError",
@@ -237,6 +239,14 @@ class RestoredToolError(ToolError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.type_name, str(self)))
+
+
+class ToolSourceError(ToolloopError):
+    """A tool source (an MCP server) could not start, or stopped while in use.
+
+    Raised out of a run when the source's tools cannot be listed; a call in flight when the
+    source stops gets it as its error result instead, and the source restarts on the next call.
+    """
 
 
 class StoreError(ToolloopError):

@@ -44,6 +44,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
 ]
 
@@ -114,6 +115,18 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A running tool call reported progress (``progress`` of ``total`` when known)."""
+
+    tool_call_id: str
+    tool_name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    kind: ClassVar[Literal["tool_call_progress"]] = "tool_call_progress"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     """A tool call has its final outcome (result, error, denial, cancellation or interruption).
 
@@ -169,6 +182,7 @@ Event: TypeAlias = (
     | ModelRequestStarted
     | ModelRequestFinished
     | ToolCallStarted
+    | ToolCallProgress
     | ToolCallFinished
     | ApprovalRequested
     | ApprovalDecided

@@ -14,16 +14,23 @@ from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
 __all__ = [
     "AssistantMessage",
+    "AudioContent",
+    "ContentPart",
+    "EmbeddedResource",
     "FrozenDict",
     "FrozenList",
+    "ImageContent",
     "Message",
     "ModelResponse",
+    "ResourceLink",
     "StopReason",
     "SystemMessage",
+    "TextContent",
     "ThinkingPart",
     "ToolCall",
     "ToolCallMessage",
     "ToolCallStatus",
+    "ToolOutput",
     "Usage",
     "UserMessage",
 ]
@@ -283,6 +290,78 @@ class ToolCallStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class TextContent:
+    """Text a tool returned."""
+
+    text: str
+    kind: ClassVar[Literal["text"]] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    """An image a tool returned: base64 ``data`` of type ``mime_type`` (``"image/png"``)."""
+
+    data: str
+    mime_type: str
+    kind: ClassVar[Literal["image"]] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class AudioContent:
+    """Audio a tool returned: base64 ``data`` of type ``mime_type`` (``"audio/wav"``)."""
+
+    data: str
+    mime_type: str
+    kind: ClassVar[Literal["audio"]] = "audio"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceLink:
+    """A reference to a resource (a file, a page) the tool pointed at without including it."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    kind: ClassVar[Literal["resource_link"]] = "resource_link"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddedResource:
+    """A resource included in the result: its ``text``, or base64 ``blob`` for binary content."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+    kind: ClassVar[Literal["resource"]] = "resource"
+
+
+ContentPart: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+"""One piece of a tool's outcome beyond plain text (MCP's content types)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput:
+    """What a tool returns to give the model more than one text: content parts and/or a JSON value.
+
+    ``parts`` are kept on the :class:`ToolCallMessage` so adapters can send images natively where the
+    provider accepts them; ``structured`` becomes the message's ``result``. The text the model is
+    told is the parts' text form (:func:`tooloop.outcome.render_output`), or ``structured`` as JSON
+    when there are no parts.
+    """
+
+    parts: tuple[ContentPart, ...] = ()
+    structured: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
+
+
+@dataclass(frozen=True, slots=True)
 class SystemMessage:
     """Instructions for the model."""
 
@@ -337,6 +416,9 @@ class ToolCallMessage:
 
     ``content`` is exactly what the model is (or was) told about the outcome: the rendered
     result, or the error text. ``result`` is the tool's return value and ``error`` the exception.
+    ``parts`` holds the outcome's content parts when the tool returned a :class:`ToolOutput`
+    (images, audio, resources); ``content`` is then their text form, for providers that take
+    only text in tool results.
     """
 
     tool_name: str
@@ -353,6 +435,7 @@ class ToolCallMessage:
     thinking: tuple[ThinkingPart, ...] = ()
     provider_data: Mapping[str, Any] = field(default_factory=dict)
     error_type: str | None = None
+    parts: tuple[ContentPart, ...] = ()
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
 
     def __post_init__(self) -> None:

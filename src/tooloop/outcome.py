@@ -8,8 +8,10 @@ chooses the wire field (a ``tool`` message, a ``tool_result`` block with ``is_er
 have no text of their own (interrupted, awaiting approval, a failure without a message) live here
 too.
 
-Content parts (images, files) will be one more field of :class:`ToolOutcome`, filled here and
-read by the adapters that can send them natively; the others keep sending ``text``.
+A tool that returns :class:`~tooloop.messages.ToolOutput` (MCP tools do) gives content parts:
+images, audio, resources. Their text form (:func:`render_output`: text as it is, a short
+placeholder for everything else) is the ``text`` every provider can take; ``ToolOutcome.parts``
+carries them for the adapters that send images natively in tool results.
 """
 
 from __future__ import annotations
@@ -18,9 +20,29 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from ._json import error_text, render, truncate
-from .messages import ToolCallMessage, ToolCallStatus
+from .messages import (
+    AudioContent,
+    ContentPart,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolCallMessage,
+    ToolCallStatus,
+    ToolOutput,
+)
 
-__all__ = ["AWAITING", "INTERRUPTED", "ToolOutcome", "for_model", "render_error", "render_result"]
+__all__ = [
+    "AWAITING",
+    "INTERRUPTED",
+    "ToolOutcome",
+    "for_model",
+    "native_parts",
+    "render_error",
+    "render_output",
+    "render_parts",
+    "render_result",
+]
 
 INTERRUPTED = "Error: this tool call was interrupted before it produced a result; it was not run again."
 """The result of a call that started and never finished (a crash, an edited history), closed
@@ -34,15 +56,72 @@ _ERROR_PREFIX = "Error: "
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """What a model is told about one tool call: ``text``, and whether the call failed."""
+    """What a model is told about one tool call: ``text``, whether the call failed, and the content
+    parts of a successful call (for adapters that send images natively; ``text`` holds their
+    text form for the others)."""
 
     text: str
     is_error: bool
+    parts: tuple[ContentPart, ...] = ()
 
 
 def render_result(value: Any, limit: int | None) -> str:
     """The text of a tool's return value: strings as they are, structures as JSON, cut to ``limit``."""
     return truncate(render(value), limit)
+
+
+def render_output(output: ToolOutput, limit: int | None) -> tuple[str, tuple[ContentPart, ...]]:
+    """The text of a tool's content parts and the parts themselves, text cut to ``limit`` in both
+    (binary parts are kept whole); a structured value alone is rendered as JSON."""
+    if not output.parts:
+        return render_result(output.structured, limit), ()
+    parts = tuple(TextContent(truncate(p.text, limit)) if isinstance(p, TextContent) else p for p in output.parts)
+    return truncate(render_parts(output.parts), limit), parts
+
+
+def native_parts(outcome: ToolOutcome, image_types: frozenset[str]) -> tuple[TextContent | ImageContent, ...] | None:
+    """The parts of ``outcome`` for a provider taking images of ``image_types`` in tool results:
+    text parts and those images as they are, every other part as its text placeholder (merged
+    into the neighbouring text). None when there is no such image: then send ``outcome.text``."""
+    if not any(isinstance(p, ImageContent) and p.mime_type in image_types for p in outcome.parts):
+        return None
+    native: list[TextContent | ImageContent] = []
+    for part in outcome.parts:
+        if isinstance(part, ImageContent) and part.mime_type in image_types:
+            native.append(part)
+            continue
+        text = part.text if isinstance(part, TextContent) else _render_part(part)
+        if native and isinstance(native[-1], TextContent):
+            native[-1] = TextContent(f"{native[-1].text}\n{text}")
+        elif text:
+            native.append(TextContent(text))
+    return tuple(native)
+
+
+def render_parts(parts: tuple[ContentPart, ...] | list[ContentPart]) -> str:
+    """The text form of content parts: text as it is, everything else as a short placeholder."""
+    return "\n".join(_render_part(part) for part in parts)
+
+
+def _render_part(part: ContentPart) -> str:
+    if isinstance(part, TextContent):
+        return part.text
+    if isinstance(part, ImageContent | AudioContent):
+        return f"[{part.kind}: {part.mime_type}, {_decoded_size(part.data)} bytes]"
+    if isinstance(part, ResourceLink):
+        about = f" ({part.mime_type})" if part.mime_type else ""
+        described = f": {part.description}" if part.description else ""
+        return f"[resource link: {part.name} <{part.uri}>{about}{described}]"
+    if isinstance(part, EmbeddedResource):
+        if part.text is not None:
+            return f"[resource <{part.uri}>]\n{part.text}"
+        return f"[resource <{part.uri}>: {part.mime_type or 'binary'}, {_decoded_size(part.blob or '')} bytes]"
+    assert_never(part)
+
+
+def _decoded_size(data: str) -> int:
+    padding = len(data) - len(data.rstrip("="))
+    return len(data) * 3 // 4 - padding
 
 
 def render_error(error: BaseException, limit: int | None = None) -> str:
@@ -57,7 +136,7 @@ def for_model(call: ToolCallMessage) -> ToolOutcome:
     ``Error:``, and a failure without text says what happened.
     """
     if call.status is ToolCallStatus.OK:
-        return ToolOutcome(call.content, False)
+        return ToolOutcome(call.content, False, call.parts)
     text = call.content if call.content.strip() else _without_text(call.status)
     if not text.lower().startswith("error"):
         text = _ERROR_PREFIX + text

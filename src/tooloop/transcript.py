@@ -12,9 +12,15 @@ from ._json import error_message, to_jsonable
 from .errors import CorruptDataError, RestoredToolError
 from .messages import (
     AssistantMessage,
+    AudioContent,
+    ContentPart,
+    EmbeddedResource,
+    ImageContent,
     Message,
+    ResourceLink,
     StopReason,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     ToolCallMessage,
     ToolCallStatus,
@@ -26,6 +32,8 @@ __all__ = [
     "Transcript",
     "message_from_dict",
     "message_to_dict",
+    "part_from_dict",
+    "part_to_dict",
     "thinking_from_dict",
     "thinking_to_dict",
 ]
@@ -292,7 +300,33 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
         data["thinking"] = [thinking_to_dict(t) for t in message.thinking]
     if message.provider_data:
         data["provider_data"] = to_jsonable(message.provider_data)
+    if message.parts:
+        data["parts"] = [part_to_dict(p) for p in message.parts]
     return data
+
+
+def part_to_dict(part: ContentPart) -> dict[str, Any]:
+    """The JSON-compatible dict of a content part (``kind`` plus its fields that are set)."""
+    data: dict[str, Any] = {"kind": part.kind}
+    for name in part.__dataclass_fields__:
+        value = getattr(part, name)
+        if value is not None:
+            data[name] = value
+    return data
+
+
+_PART_TYPES: dict[str, type[ContentPart]] = {
+    cls.kind: cls for cls in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+}
+
+
+def part_from_dict(data: Mapping[str, Any]) -> ContentPart:
+    """Read :func:`part_to_dict`'s form."""
+    kind = data["kind"]
+    cls = _PART_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown content part kind {kind!r}")
+    return cls(**{k: v for k, v in data.items() if k != "kind"})
 
 
 def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
@@ -367,6 +401,7 @@ def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
         raw_arguments=_optional_text(data, "raw_arguments"),
         thinking=_thinking(data),
         provider_data=_mapping(data, "provider_data"),
+        parts=tuple(part_from_dict(p) for p in data.get("parts", ())),
     )
 
 

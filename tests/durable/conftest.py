@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -73,9 +74,17 @@ class Workers:
                 proc.wait()
 
 
+EFFECTS_TABLE = "CREATE TABLE effects (key TEXT PRIMARY KEY)"
+"""Where the test tool's side effects go, one row per idempotency key (made before workers start:
+concurrent CREATE TABLE IF NOT EXISTS races in PostgreSQL)."""
+
+
 @pytest.fixture
 def sqlite_workers(tmp_path: Path) -> Iterator[Workers]:
     workers = Workers(f"sqlite:///{tmp_path}/dbos.sqlite", f"sqlite:///{tmp_path}/store.db", tmp_path / "effects.log")
+    conn = sqlite3.connect(tmp_path / "store.db")
+    conn.execute(EFFECTS_TABLE)
+    conn.close()
     try:
         yield workers
     finally:
@@ -84,7 +93,11 @@ def sqlite_workers(tmp_path: Path) -> Iterator[Workers]:
 
 @pytest.fixture
 def pg_workers(postgres_url: str, tmp_path: Path) -> Iterator[Workers]:  # noqa: F811
+    import psycopg
+
     workers = Workers(postgres_url, postgres_url, tmp_path / "effects.log")
+    with psycopg.connect(postgres_url, autocommit=True) as pg:
+        pg.execute(EFFECTS_TABLE)
     try:
         yield workers
     finally:

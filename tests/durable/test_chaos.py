@@ -58,6 +58,24 @@ def check_effects(workers: Workers, sessions: int, turns: int) -> None:
     assert rerun_after_end <= workers.kills
 
 
+def check_worker_limit(workers: Workers, limit: int) -> None:
+    """No worker ever ran more turns at once than its ``worker_concurrency``."""
+    spans: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for row in workers.lines():
+        if row[2] in ("model", "tool-start", "tool-end"):
+            prompt = row[3] if row[2] == "model" else row[3].rsplit("-", 1)[0]
+            spans[(row[1], prompt)].append(float(row[0]))
+    by_worker: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for (pid, _), times in spans.items():
+        by_worker[pid] += [(min(times), 1), (max(times), -1)]
+    for pid, edges in by_worker.items():
+        running = peak = 0
+        for _, change in sorted(edges, key=lambda e: (e[0], e[1])):
+            running += change
+            peak = max(peak, running)
+        assert peak <= limit, f"worker {pid} ran {peak} turns at once (limit {limit})"
+
+
 def check_turn_order(workers: Workers) -> None:
     """No session ever ran two turns at once: all of turn t's activity precedes turn t+1's."""
     spans: dict[tuple[str, int], list[float]] = defaultdict(list)
@@ -102,6 +120,7 @@ async def test_random_sigkills_with_restarts_and_adoptions_lose_and_repeat_nothi
     await check_sessions(pg_workers, sessions, turns)
     check_effects(pg_workers, sessions, turns)
     check_turn_order(pg_workers)
+    check_worker_limit(pg_workers, 4)  # the workers' worker_concurrency
 
 
 @pytest.mark.timeout(240)

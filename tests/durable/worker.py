@@ -54,14 +54,12 @@ def record_effect(key: str) -> None:
     if OPTIONS.store.startswith("sqlite"):
         conn = sqlite3.connect(OPTIONS.store.removeprefix("sqlite:///"), timeout=30)
         with conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
             conn.execute("INSERT INTO effects (key) VALUES (?) ON CONFLICT (key) DO NOTHING", (key,))
         conn.close()
         return
     import psycopg
 
     with psycopg.connect(OPTIONS.store, autocommit=True) as pg:
-        pg.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY)")
         pg.execute("INSERT INTO effects (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (key,))
 
 

@@ -316,3 +316,31 @@ async def test_sqlite_memory_and_relative_paths(tmp_path: Path, monkeypatch: pyt
         await relative.append("s", [UserMessage("x")])
     assert (tmp_path / "rel" / "s.db").exists()
     assert execute_raw(f"sqlite:///{tmp_path}/rel/s.db", "PRAGMA journal_mode") == [("wal",)]
+
+
+async def test_retract_takes_back_one_writers_records_and_keeps_the_others_in_order(store: BaseStore) -> None:
+    before = await store.append("s", [UserMessage("p0")])
+    after_a = await store.append(
+        "s",
+        [UserMessage("A"), ToolCallMessage(tool_name="t", tool_call_id="a1", status=ToolCallStatus.STARTED)],
+        expected_version=before,
+    )
+    after_b = await store.append("s", [UserMessage("B"), AssistantMessage("b")], expected_version=after_a)
+    await store.retract("s", [(before, after_a)])
+    assert [m.text for m in await store.load("s") if not isinstance(m, ToolCallMessage)] == ["p0", "B", "b"]
+    assert len(await store.load("s")) == 3
+    info = await store.get_session("s")
+    assert info.message_count == 3 and info.version == after_b  # the version does not move
+    await store.append("s", [UserMessage("C")], expected_version=after_b)
+    assert [m.text for m in await store.load("s")] == ["p0", "B", "b", "C"]  # type: ignore[union-attr]
+
+
+async def test_retracting_an_outcome_shows_the_entry_it_had_replaced_again(store: BaseStore) -> None:
+    started = ToolCallMessage(tool_name="t", tool_call_id="c1", status=ToolCallStatus.STARTED, batch_id="b")
+    version = await store.append("s", [UserMessage("go"), started])
+    claimed = await store.append("s", [started], expected_version=version)
+    finished = await store.append(
+        "s", [ToolCallMessage(tool_name="t", tool_call_id="c1", content="done", batch_id="b")], expected_version=claimed
+    )
+    await store.retract("s", [(version, claimed), (claimed, finished)])
+    assert await store.load("s") == Transcript([UserMessage("go"), started])

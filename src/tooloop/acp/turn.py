@@ -29,6 +29,7 @@ from ..events import (
     ThinkingDelta,
     ToolCallDelta,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from ..loop.cancel import CancelToken
@@ -88,9 +89,9 @@ class Turn:
                 await self._tool_event(event)
             case RunFinished(result=result):
                 self.result = result
-            case ToolCallDelta() | ApprovalDecided():
+            case ToolCallDelta() | ApprovalDecided() | ToolCallProgress():
                 # A call is shown once the loop settled its id and arguments; its outcome (run, or
-                # failed when rejected) follows as ToolCallFinished.
+                # failed when rejected) follows as ToolCallFinished. ACP v1 has no progress field.
                 pass
             case _:
                 assert_never(event)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ..messages import Message, Usage
 from ..models.base import Model, ModelSettings
+from ..tools.source import ToolSource
 from ..tools.tool import Tool
 from ..transcript import Transcript
 from .approval import Approver
@@ -28,6 +29,10 @@ class RunConfig:
     model: Model
     system: str | None = None
     tools: Mapping[str, Tool] = field(default_factory=dict)
+    sources: tuple[ToolSource, ...] = ()
+    """Where more tools come from (MCP servers); listed before every model request."""
+    allowed: frozenset[str] | None = None
+    """Only tools with these names are offered (None: all but the denied)."""
     denied: frozenset[str] = frozenset()
     limits: Limits = field(default_factory=Limits)
     settings: ModelSettings = field(default_factory=ModelSettings)

@@ -13,6 +13,7 @@ errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, even
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
@@ -105,6 +106,7 @@ class Run:
         self._final_done = False
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
+        self.tools = dict(config.tools)
         self.lingering = Lingering()
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self.provider = provider_of(config.model)
@@ -227,10 +229,31 @@ class Run:
 
     # ------------------------------------------------------------------ steps
 
+    async def _list_tools(self) -> None:
+        """Ask every tool source for its current tools (cheap when nothing changed)."""
+        if not self.config.sources:
+            return
+        listed = await asyncio.gather(*(source.list_tools() for source in self.config.sources))
+        tools, config = dict(self.config.tools), self.config
+        for source, offered in zip(self.config.sources, listed, strict=True):
+            for tool in offered:
+                if tool.name in config.denied or (config.allowed is not None and tool.name not in config.allowed):
+                    continue
+                if tool.name in tools:
+                    raise ConfigurationError(
+                        f"tool {tool.name!r} of {source.name} has the name of another tool; give the source a prefix"
+                    )
+                tools[tool.name] = tool
+        if tools != self.tools:
+            self.tools.clear()
+            self.tools.update(tools)
+            self._tool_defs = tuple(t.definition for t in tools.values())
+
     async def _begin(self) -> None:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
         if self.stop_reason is not None:  # a finished turn submitted again
             return
+        await self._list_tools()
         transcript = self.record.transcript
         start, calls = unfinished_tail(transcript)
         if self.decisions and not calls:
@@ -283,6 +306,7 @@ class Run:
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
                 await self._final_answer()
             return
+        await self._list_tools()
         response = await self._request_model("auto")
         if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
             response = await self._review(response)
@@ -406,7 +430,7 @@ class Run:
             return self._batch_view
         config, record = self.config, self.record
         self._batch_view = BatchContext(
-            tools=config.tools,
+            tools=self.tools,
             denied=config.denied,
             limits=config.limits,
             hooks=config.hooks,

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
-from ..events import Event, ToolCallFinished, ToolCallStarted
-from ..messages import ModelResponse, StopReason, ToolCallMessage, ToolCallStatus
-from ..outcome import render_error, render_result
+from ..events import Event, ToolCallFinished, ToolCallProgress, ToolCallStarted
+from ..messages import ContentPart, ModelResponse, StopReason, ToolCallMessage, ToolCallStatus, ToolOutput
+from ..outcome import render_error, render_output, render_result
 from ..tools.execute import Lingering, invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import Approver
@@ -95,14 +96,19 @@ class Slot:
         self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None
     ) -> ToolCallMessage:
         """Give the call its outcome; a result that cannot be rendered becomes the call's error."""
+        parts: tuple[ContentPart, ...] = ()
         if error is None:
             try:
-                content = render_result(result, self.limit)
+                if isinstance(result, ToolOutput):
+                    content, parts = render_output(result, self.limit)
+                    result = result.structured
+                else:
+                    content = render_result(result, self.limit)
             except Exception as exc:  # recursive data, a model whose dump raises...
                 status, result, error = ToolCallStatus.ERROR, None, _unrenderable(exc)
         if error is not None:
-            content = render_error(error, self.limit)
-        self.outcome = replace(self.template, status=status, result=result, error=error, content=content)
+            content, parts = render_error(error, self.limit), ()
+        self.outcome = replace(self.template, status=status, result=result, error=error, content=content, parts=parts)
         return self.outcome
 
 
@@ -313,6 +319,9 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         iteration,
         batch.token,
         batch.run_id,
+        on_progress=functools.partial(
+            _progress, asyncio.get_running_loop(), batch.emit, template.tool_call_id, template.tool_name
+        ),
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.count_call()
@@ -337,6 +346,26 @@ async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float |
         slot.finish(ToolCallStatus.ERROR, error=exc)
     else:
         _finish_ok(slot, result)
+
+
+def _progress(
+    loop: asyncio.AbstractEventLoop,
+    emit: Callable[[Event], None],
+    call_id: str,
+    name: str,
+    progress: float,
+    total: float | None,
+    message: str | None,
+) -> None:
+    event = ToolCallProgress(call_id, name, progress, total, message)
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:  # a sync tool reporting from its worker thread
+        running = None
+    if running is loop:
+        emit(event)
+    else:
+        loop.call_soon_threadsafe(emit, event)
 
 
 def _being_cancelled() -> bool:

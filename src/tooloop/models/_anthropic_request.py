@@ -20,8 +20,17 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, assert_never
 
-from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
-from ..outcome import for_model
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    SystemMessage,
+    TextContent,
+    ThinkingPart,
+    ToolCallMessage,
+    UserMessage,
+)
+from ..outcome import for_model, native_parts
 from .base import ModelRequest, ModelSettings, OutputSchema
 from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
@@ -129,9 +138,21 @@ def _tool_use(call: ToolCallMessage, ids: IdMapper) -> Block:
 def _tool_result(call: ToolCallMessage, ids: IdMapper) -> Block:
     outcome = for_model(call)
     block: Block = {"type": "tool_result", "tool_use_id": ids(call.tool_call_id), "is_error": outcome.is_error}
-    if outcome.text.strip():
+    native = native_parts(outcome, _IMAGE_TYPES)
+    if native is not None:
+        block["content"] = [_result_block(part) for part in native]
+    elif outcome.text.strip():
         block["content"] = outcome.text
     return block
+
+
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _result_block(part: TextContent | ImageContent) -> Block:
+    if isinstance(part, TextContent):
+        return {"type": "text", "text": part.text}
+    return {"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.data}}
 
 
 def _add_tools(

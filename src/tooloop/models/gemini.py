@@ -28,6 +28,7 @@ from ..errors import ConfigurationError, ModelResponseError, ProviderConnectionE
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     ModelResponse,
     StopReason,
@@ -37,7 +38,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ..outcome import for_model
+from ..outcome import for_model, native_parts
 from ._adapter import DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
 from ._errors import provider_error
 from ._per_loop import PerLoop
@@ -305,6 +306,9 @@ def _assistant_parts(message: AssistantMessage) -> list[dict[str, Any]]:
     return _thought_parts(message.thinking) + _text_part(message.text or message.refusal or "", data)
 
 
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+
+
 def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]]:
     first = batch.first
     data = first.provider_data.get(PROVIDER) or {}
@@ -319,6 +323,13 @@ def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]
             "name": call.tool_name,
             "response": {"error" if outcome.is_error else "result": outcome.text},
         }
+        images = native_parts(outcome, _IMAGE_TYPES)
+        if images is not None:  # the text form (placeholders included) stays the result
+            response["parts"] = [
+                {"inline_data": {"mime_type": p.mime_type, "data": base64.b64decode(p.data)}}
+                for p in images
+                if isinstance(p, ImageContent)
+            ]
         if call.tool_call_id in native_ids:
             function_call["id"] = response["id"] = call.tool_call_id
         part: dict[str, Any] = {"function_call": function_call}

@@ -22,16 +22,18 @@ from ..errors import ConfigurationError, ModelResponseError, ProviderConnectionE
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     ModelResponse,
     StopReason,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     ToolCall,
     Usage,
     UserMessage,
 )
-from ..outcome import for_model
+from ..outcome import ToolOutcome, for_model, native_parts
 from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
 from ._errors import provider_error
 from ._openai_schema import strict_schema
@@ -275,8 +277,25 @@ def _batch_items(batch: ToolBatch, ids: IdMapper) -> list[dict[str, Any]]:
         call_id = ids(call.tool_call_id)
         arguments = call.raw_arguments if call.raw_arguments is not None else _json_text(call.arguments)
         items.append({"type": "function_call", "call_id": call_id, "name": call.tool_name, "arguments": arguments})
-        outputs.append({"type": "function_call_output", "call_id": call_id, "output": for_model(call).text})
+        outputs.append({"type": "function_call_output", "call_id": call_id, "output": _output(for_model(call))})
     return items + outputs
+
+
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _output(outcome: ToolOutcome) -> str | list[dict[str, Any]]:
+    """The text of the outcome, or its text and images as input items when it has images."""
+    native = native_parts(outcome, _IMAGE_TYPES)
+    if native is None:
+        return outcome.text
+    return [_output_item(part) for part in native]
+
+
+def _output_item(part: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(part, TextContent):
+        return {"type": "input_text", "text": part.text}
+    return {"type": "input_image", "image_url": f"data:{part.mime_type};base64,{part.data}"}
 
 
 def _json_text(arguments: Mapping[str, Any]) -> str:

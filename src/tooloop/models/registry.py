@@ -148,6 +148,8 @@ class ModelConfig:
     max_tokens: int | None = None
     system: str | None = None
     base_url: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key; read when the model is created."""
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -165,13 +167,28 @@ class ModelConfig:
         return get_model(
             self.spec,
             base_url=self.base_url,
-            api_key=api_key,
+            api_key=api_key or self.key(),
             settings=self.settings,
             **{**self.options, **options},
         )
 
+    def key(self) -> str | None:
+        """The key from ``api_key_env`` (None when the configuration names no variable)."""
+        if self.api_key_env is None:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise ConfigurationError(
+                f"model configuration {self.id!r} reads its key from the environment variable "
+                f"{self.api_key_env}, which is not set"
+            )
+        return value
+
 
 _CONFIGS: dict[str, ModelConfig] = {}
+_FILE_LOOKUP = "tooloop.config:model_config_from_file"
+"""Where ``"@name"`` looks when no configuration was registered under the name: ``[models]`` of
+``tooloop.toml`` (imported only then, like the providers)."""
 
 
 def register_model_config(config: ModelConfig) -> ModelConfig:
@@ -182,14 +199,17 @@ def register_model_config(config: ModelConfig) -> ModelConfig:
 
 def model_config(config_id: str) -> ModelConfig:
     """The registered configuration with this id."""
-    try:
-        return _CONFIGS[config_id]
-    except KeyError:
+    config = _CONFIGS.get(config_id)
+    if config is None:
+        module_name, _, attr = _FILE_LOOKUP.partition(":")
+        config = getattr(importlib.import_module(module_name), attr)(config_id)
+    if config is None:
         known = ", ".join(sorted(_CONFIGS)) or "none registered"
         raise ArgumentValueError(
-            f"no model configuration named {config_id!r} (registered: {known}); "
-            "register it first with register_model_config(ModelConfig(id=...))"
-        ) from None
+            f"no model configuration named {config_id!r} (registered: {known}; no [models.{config_id}] in "
+            "tooloop.toml either); add it there or register it with register_model_config(ModelConfig(id=...))"
+        )
+    return config
 
 
 def get_model(
@@ -213,7 +233,7 @@ def get_model(
         return get_model(
             config.spec,
             base_url=base_url or config.base_url,
-            api_key=api_key,
+            api_key=api_key or config.key(),
             settings=merged,
             **{**config.options, **options},
         )

@@ -66,6 +66,10 @@ class BaseStore(ABC):
         """See :meth:`tooloop.store.Store.load`."""
 
     @abstractmethod
+    async def retract(self, session_id: str, writes: Sequence[tuple[int, int]]) -> None:
+        """See :meth:`tooloop.store.Store.retract`."""
+
+    @abstractmethod
     async def get_session(self, session_id: str) -> SessionInfo:
         """See :meth:`tooloop.store.Store.get_session`."""
 

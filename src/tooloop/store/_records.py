@@ -31,6 +31,7 @@ __all__ = [
     "metadata_changes",
     "metadata_from_json",
     "plan_rows",
+    "repack",
     "session_details",
     "to_datetime",
     "usage_from_json",
@@ -115,6 +116,21 @@ def plan_rows(
     if claim and not rows:
         version += 1
     return rows, version, count
+
+
+def repack(rows: Iterable[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
+    """After records were taken back: the ``(new pos, seq)`` of each remaining ``(seq, pos)`` row
+    (in ``seq`` order) whose position changes, and the new message count.
+
+    Positions are numbered again in the order they first appear, which is what reading expects.
+    """
+    numbering: dict[int, int] = {}
+    moves = []
+    for seq, pos in rows:
+        new = numbering.setdefault(pos, len(numbering))
+        if new != pos:
+            moves.append((new, seq))
+    return moves, len(numbering)
 
 
 def latest_per_position(session_id: str, rows: Iterable[_R]) -> list[_R]:

@@ -67,6 +67,15 @@ class Store(Protocol):
         """The session's messages, each tool call in its final state at its original position."""
         ...
 
+    async def retract(self, session_id: str, writes: Sequence[tuple[int, int]]) -> None:
+        """Take back what one writer appended: every record written between the versions of each
+        ``(before, after)`` pair (what :meth:`append` was given and returned), in one transaction.
+
+        A run that lost a :class:`~tooloop.errors.ConflictError` leaves nothing behind this way.
+        The other messages keep their order; an entry a retracted record had replaced shows again.
+        """
+        ...
+
     async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
         """Own ``session_id`` for ``ttl`` seconds, or renew ``owner``'s lease; returns its expiry time.
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import ArgumentTypeError, ArgumentValueError, SessionBusyError, SessionNotFoundError
+from ..errors import ArgumentTypeError, ArgumentValueError, ConflictError, SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage, UserMessage
 from ..transcript import Transcript
 from .base import Store
@@ -101,42 +101,63 @@ class SessionJournal:
     """Appends each message the loop records to ``session_id``, checking ``version`` every time.
 
     If another writer appended to the session meanwhile, :class:`~tooloop.errors.ConflictError`
-    stops this run instead of interleaving two conversations.
+    stops this run instead of interleaving two conversations; the journal then refuses further
+    writes, and :attr:`written` says what to take back (:meth:`SessionBinding.close` does).
     """
 
     def __init__(self, store: Store, session_id: str, version: int):
         self.store = store
         self.session_id = session_id
         self.version = version
+        self.written: list[tuple[int, int]] = []
+        """The versions before and after each write of this journal."""
+        self.lost = False
+        """True once a write lost to another writer."""
         self._lock = asyncio.Lock()
 
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
         async with self._lock:  # parallel tool calls record their outcomes concurrently
+            if self.lost:
+                raise ConflictError(
+                    f"session {self.session_id!r}: this run lost to another writer; nothing more is written"
+                )
             write = asyncio.ensure_future(
                 self.store.append(self.session_id, list(messages), expected_version=self.version)
             )
             try:
-                self.version = await asyncio.shield(write)
+                self._wrote(await asyncio.shield(write))
                 if _log.isEnabledFor(logging.DEBUG):
                     _log.debug("session %s: wrote %d messages (v%d)", self.session_id, len(messages), self.version)
             except asyncio.CancelledError:
                 # A write already on its way still commits; know its version before the run, now
                 # cancelled, writes its last messages.
-                self.version = await write
+                self._wrote(await write)
                 raise
+            except ConflictError:
+                self.lost = True
+                raise
+
+    def _wrote(self, version: int) -> None:
+        if version != self.version:
+            self.written.append((self.version, version))
+        self.version = version
 
 
 class SessionBinding:
     """Opens a session for one run: its stored history and a journal; closes a store it opened."""
 
-    def __init__(self, store: Store | str, session_id: str, lease: SessionLease | None = None):
+    def __init__(
+        self, store: Store | str, session_id: str, lease: SessionLease | None = None, turn_id: str | None = None
+    ):
         self._store = store
         self.session_id = session_id
+        self._turn_id = turn_id
         self._lease = lease
         self._held: _Held | None = None
         self._owned: Store | None = None
         self._opened: Store | None = None
+        self._journal: SessionJournal | None = None
 
     async def open(self) -> tuple[Sequence[Message], SessionJournal]:
         """The session's messages (empty for a new session) and the journal to continue it."""
@@ -149,9 +170,11 @@ class SessionBinding:
         try:
             info = await store.get_session(self.session_id)
         except SessionNotFoundError:
-            return (), SessionJournal(store, self.session_id, 0)
+            self._journal = SessionJournal(store, self.session_id, 0)
+            return (), self._journal
         history = await store.load(self.session_id)
-        return history, SessionJournal(store, self.session_id, info.version)
+        self._journal = SessionJournal(store, self.session_id, info.version)
+        return history, self._journal
 
     async def _open_store(self) -> Store:
         if isinstance(self._store, str):
@@ -164,10 +187,20 @@ class SessionBinding:
         return store
 
     async def close(self, usage: Usage, model: str | None, transcript: Transcript) -> None:
-        """Add the run's usage to the session's totals, note the model and a title, and close a
-        store this binding opened from a URL."""
+        """Add the run's usage to the session's totals, note the model and a title (or, when the run
+        lost a :class:`~tooloop.errors.ConflictError`, take back what it wrote), and close a store
+        this binding opened from a URL."""
+        journal = self._journal
         try:
-            if self._opened is not None and (usage.requests or usage.tool_calls):
+            if self._opened is not None and journal is not None and journal.lost:
+                # A run that lost to another writer leaves nothing behind: its messages are taken
+                # back (the session's totals stay as they were; the error carries the usage). A
+                # turn with an id is the exception: another submit of that turn may have adopted
+                # and continued what this run wrote.
+                if journal.written and self._turn_id is None:
+                    await self._opened.retract(self.session_id, journal.written)
+                    _log.info("session %s: this run lost to another writer; took back its writes", self.session_id)
+            elif self._opened is not None and (usage.requests or usage.tool_calls):
                 await self._update_metadata(self._opened, usage, model, transcript)
         finally:
             if self._held is not None:

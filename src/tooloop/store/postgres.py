@@ -35,6 +35,7 @@ from ._records import (
     latest_per_position,
     metadata_changes,
     plan_rows,
+    repack,
     session_details,
     to_datetime,
     usage_to_json,
@@ -109,6 +110,12 @@ class PostgresStore(BaseStore):
                 return await _append(conn, session_id, records, expected_version)
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"session {session_id!r}: another writer appended at the same position") from exc
+
+    async def retract(self, session_id: str, writes: Sequence[tuple[int, int]]) -> None:
+        """Take back records in one transaction; see :meth:`tooloop.store.Store.retract`."""
+        await self.open()
+        async with self._pool.connection() as conn, conn.transaction():
+            await _retract(conn, session_id, list(writes))
 
     async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
         """See :meth:`tooloop.store.Store.claim_lease`."""
@@ -291,6 +298,28 @@ async def _append(conn: _Conn, session_id: str, records: list[Record], expected:
                 _INSERT_ROW, [(session_id, r.seq, r.pos, r.tool_call_id, r.status, r.format, r.data) for r in rows]
             )
     return new_version
+
+
+async def _retract(conn: _Conn, session_id: str, writes: list[tuple[int, int]]) -> None:
+    await conn.execute("SELECT version FROM tooloop_sessions WHERE id = %s FOR UPDATE", (session_id,))
+    for start, end in writes:
+        await conn.execute(
+            "DELETE FROM tooloop_messages WHERE session_id = %s AND seq >= %s AND seq < %s", (session_id, start, end)
+        )
+    cursor = await conn.execute(
+        "SELECT seq, pos FROM tooloop_messages WHERE session_id = %s ORDER BY seq", (session_id,)
+    )
+    moves, count = repack([(int(seq), int(pos)) for seq, pos in await cursor.fetchall()])
+    if moves:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "UPDATE tooloop_messages SET pos = %s WHERE session_id = %s AND seq = %s",
+                [(p, session_id, q) for p, q in moves],
+            )
+    await conn.execute(
+        "UPDATE tooloop_sessions SET message_count = %s, updated_at = %s WHERE id = %s",
+        (count, time.time(), session_id),
+    )
 
 
 async def _latest(conn: _Conn, session_id: str, call_ids: set[str]) -> dict[str, Latest]:

@@ -29,6 +29,7 @@ from ._records import (
     latest_per_position,
     metadata_changes,
     plan_rows,
+    repack,
     session_details,
     to_datetime,
     usage_to_json,
@@ -122,6 +123,10 @@ class SQLiteStore(BaseStore):
         """Append ``messages`` in one transaction; see :meth:`tooloop.store.Store.append`."""
         records = [encode(m) for m in messages]
         return await self._run(lambda conn: _transaction(conn, _append, session_id, records, expected_version))
+
+    async def retract(self, session_id: str, writes: Sequence[tuple[int, int]]) -> None:
+        """Take back records in one transaction; see :meth:`tooloop.store.Store.retract`."""
+        await self._run(lambda conn: _transaction(conn, _retract, session_id, list(writes)))
 
     async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
         """See :meth:`tooloop.store.Store.claim_lease`."""
@@ -312,6 +317,21 @@ def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], ex
     except sqlite3.IntegrityError as exc:
         raise ConflictError(f"session {session_id!r}: another writer appended at the same position") from exc
     return new_version
+
+
+def _retract(conn: sqlite3.Connection, session_id: str, writes: list[tuple[int, int]]) -> None:
+    for start, end in writes:
+        conn.execute(
+            "DELETE FROM tooloop_messages WHERE session_id = ? AND seq >= ? AND seq < ?", (session_id, start, end)
+        )
+    rows = conn.execute("SELECT seq, pos FROM tooloop_messages WHERE session_id = ? ORDER BY seq", (session_id,))
+    moves, count = repack(rows.fetchall())
+    conn.executemany(
+        "UPDATE tooloop_messages SET pos = ? WHERE session_id = ? AND seq = ?", [(p, session_id, q) for p, q in moves]
+    )
+    conn.execute(
+        "UPDATE tooloop_sessions SET message_count = ?, updated_at = ? WHERE id = ?", (count, time.time(), session_id)
+    )
 
 
 def _fork(conn: sqlite3.Connection, session_id: str, at: int, new_id: str) -> None:

@@ -58,6 +58,14 @@ class ToolContext:
     iteration: int = 0
     cancel_token: CancelToken | None = None
     run_id: str = ""
+    on_progress: Callable[[float, float | None, str | None], None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell the stream how far the call got (a ``ToolCallProgress`` event); cheap, never blocks."""
+        if self.on_progress is not None:
+            self.on_progress(progress, total, message)
 
     @property
     def idempotency_key(self) -> str:

@@ -1,0 +1,182 @@
+"""The stdio transport: the server as a subprocess we know by pid, with its stderr's tail kept.
+
+The server runs in a process group of its own, so stopping it also stops what it started (``npx``
+and shell wrappers spawn children). Stopping follows the MCP rule: close stdin, wait, then
+SIGTERM, then SIGKILL. Every group still running when the interpreter exits is killed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.text import TextReceiveStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from mcp import types
+
+from ..errors import ToolSourceError
+
+__all__ = ["StdioProcess", "StdioSpec", "stdio_transport"]
+
+_STOP_WAIT = 2.0
+_TAIL_LINES = 20
+_LIVE_GROUPS: set[int] = set()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StdioSpec:
+    """How to start a stdio server."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+
+    @property
+    def command_line(self) -> str:
+        """The command as a person would type it."""
+        return subprocess.list2cmdline([self.command, *self.args])
+
+
+@dataclass(slots=True)
+class StdioProcess:
+    """What we know of a running server process."""
+
+    pid: int
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=_TAIL_LINES))
+    returncode: int | None = None
+    stderr_closed: anyio.Event = field(default_factory=anyio.Event)
+
+    def tail(self) -> str:
+        """The last lines the server wrote to stderr."""
+        return "\n".join(self.stderr_tail)
+
+
+def _executable(spec: StdioSpec) -> str:
+    found = shutil.which(spec.command, path=(spec.env or {}).get("PATH") or os.environ.get("PATH"))
+    if found is None:
+        raise ToolSourceError(f"command {spec.command!r} was not found (full command: {spec.command_line})")
+    return found
+
+
+@asynccontextmanager
+async def stdio_transport(
+    spec: StdioSpec,
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage], StdioProcess]
+]:
+    """Start the server; yield the session's streams and the process; stop it on exit."""
+    process = await anyio.open_process(
+        [_executable(spec), *spec.args],
+        env={**get_default_environment(), **(spec.env or {})},
+        cwd=spec.cwd,
+        start_new_session=True,
+    )
+    _LIVE_GROUPS.add(process.pid)
+    known = StdioProcess(process.pid)
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_read_stdout, process, read_writer)
+            group.start_soon(_write_stdin, process, write_reader)
+            group.start_soon(_read_stderr, process, known)
+            try:
+                yield read_stream, write_stream, known
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                    known.returncode = process.returncode
+                    with anyio.move_on_after(_STOP_WAIT):  # keep its last words for error messages
+                        await known.stderr_closed.wait()
+                group.cancel_scope.cancel()
+    finally:
+        _LIVE_GROUPS.discard(process.pid)
+        for stream in (read_stream, write_stream, read_writer, write_reader):
+            stream.close()
+
+
+async def _read_stdout(process: anyio.abc.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    assert process.stdout is not None
+    async with sink:
+        buffer = ""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async for chunk in TextReceiveStream(process.stdout):
+                *lines, buffer = (buffer + chunk).split("\n")
+                for line in lines:
+                    if line.strip():
+                        await sink.send(_parse(line))
+
+
+def _parse(line: str) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _write_stdin(process: anyio.abc.Process, source: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        async with source:
+            async for item in source:
+                line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(line.encode())
+
+
+async def _read_stderr(process: anyio.abc.Process, known: StdioProcess) -> None:
+    assert process.stderr is not None
+    buffer = ""
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+            *lines, buffer = (buffer + chunk).split("\n")
+            known.stderr_tail.extend(lines)
+    if buffer:
+        known.stderr_tail.append(buffer)
+    known.stderr_closed.set()
+    await process.wait()
+    known.returncode = process.returncode
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """Close stdin, wait; then SIGTERM the group, wait; then SIGKILL it."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            _signal_group(process.pid, sig)
+        with anyio.move_on_after(_STOP_WAIT):
+            await process.wait()
+            break
+    _signal_group(process.pid, signal.SIGKILL)  # children the server left behind in its group
+    await process.aclose()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def running_groups() -> frozenset[int]:
+    """Process groups of stdio servers started and not yet stopped (their leaders' pids)."""
+    return frozenset(_LIVE_GROUPS)
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for pid in tuple(_LIVE_GROUPS):
+        _signal_group(pid, signal.SIGKILL)

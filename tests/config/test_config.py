@@ -1,0 +1,259 @@
+"""``tooloop.toml``: a valid file builds the agent; each kind of mistake says where and what."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tooloop
+from tooloop import Agent, ConfigurationError, ModelResponse, ToolCall, get_model
+from tooloop.config import find_config_file, load_config
+from tooloop.mcp import MCPServer
+
+from ..mcp.peers import TIME_SERVER, need
+
+VALID = """
+[models.fast]
+provider = "test"
+model = "echo"
+temperature = 0.2
+max_tokens = 300
+system = "You are terse."
+
+[models.remote]
+provider = "openai-compatible"
+model = "qwen3"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "TOOLOOP_TEST_REMOTE_KEY"
+
+[mcp_servers.time]
+command = "{time_server}"
+prefix = "time_"
+exclude = ["convert_time"]
+timeout = 20
+
+[mcp_servers.web]
+url = "http://127.0.0.1:9/mcp"
+headers = {{ Authorization = "Bearer ${{TOOLOOP_TEST_WEB_TOKEN}}" }}
+
+[agents.helper]
+model = "fast"
+max_tokens = 500
+tools = ["tests.config.sample_tools:add"]
+mcp_servers = ["time"]
+exclude_tools = ["time_get_current_time"]
+limits = {{ max_turns = 7, tool_timeout = 30 }}
+output_type = "tests.config.sample_tools:Answer"
+approve = "destructive"
+approver = "tests.config.sample_tools:approve_everything"
+
+[agents.plain]
+model = "test:echo"
+system = "Plain."
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "tooloop.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def valid(tmp_path: Path) -> Path:
+    return write(tmp_path, VALID.format(time_server=need(TIME_SERVER)))
+
+
+async def test_a_valid_file_builds_the_agent(valid: Path) -> None:
+    agent = tooloop.load_agent("helper", path=valid)
+    assert isinstance(agent, Agent)
+    assert agent.system == "You are terse."
+    assert agent.limits.max_turns == 7 and agent.limits.tool_timeout == 30
+    assert [t.name for t in agent.tools] == ["add"]
+    (server,) = agent.tool_sources
+    assert isinstance(server, MCPServer)
+    assert (server.name, server.prefix, server.timeout, server.approve) == ("time", "time_", 20, "destructive")
+    assert server.exclude == frozenset({"convert_time"})
+    config = agent._resolved()
+    assert config.settings.temperature == 0.2 and config.settings.max_tokens == 500  # the agent overrides
+    assert config.output is not None and "time_get_current_time" in config.denied
+    try:
+        async with agent:
+            offered = await server.list_tools()
+            assert [t.name for t in offered] == ["time_get_current_time"]  # denied for this agent, though
+            result = await agent.with_output_type(None).run("hello")
+    finally:
+        await agent.aclose()
+    assert [c.tool_name for c in result.transcript.tool_invocations] == ["add"]  # the test model calls each tool
+
+
+def test_found_in_the_project_folder_and_its_parents(valid: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nested = valid.parent / "a" / "b"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    monkeypatch.delenv("TOOLOOP_CONFIG", raising=False)
+    assert find_config_file() == valid
+    assert tooloop.load_agent("plain").system == "Plain."
+
+
+def test_found_in_the_user_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".config" / "tooloop").mkdir(parents=True)
+    user_file = write(home / ".config" / "tooloop", '[agents.mine]\nmodel = "test:echo"\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("TOOLOOP_CONFIG", raising=False)
+    assert find_config_file() == user_file
+    assert tooloop.load_agent("mine").model.name == "test:echo"
+
+
+def test_an_explicit_path_by_environment(valid: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path.parent)
+    monkeypatch.setenv("TOOLOOP_CONFIG", str(valid))
+    assert load_config().agent_names == ("helper", "plain")
+
+
+def test_at_name_model_strings_read_the_models_table(valid: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLOOP_CONFIG", str(valid))
+    model = get_model("@fast")
+    assert model.name == "test:echo"
+    agent = Agent("@fast")
+    assert agent.system == "You are terse." and agent._resolved().settings.max_tokens == 300
+    with pytest.raises(ConfigurationError, match="TOOLOOP_TEST_REMOTE_KEY, which is not set"):
+        get_model("@remote")
+    monkeypatch.setenv("TOOLOOP_TEST_REMOTE_KEY", "from-the-environment")
+    assert get_model("@remote").name == "qwen3"
+    with pytest.raises(ConfigurationError, match=r"no \[models.nothing\] in tooloop.toml"):
+        get_model("@nothing")
+
+
+async def test_headers_read_environment_variables(valid: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config(valid)
+    with pytest.raises(ConfigurationError) as caught:
+        config.mcp_server("web")
+    assert str(caught.value) == (
+        f"{valid}: [mcp_servers.web] key 'headers.Authorization': the environment variable "
+        "TOOLOOP_TEST_WEB_TOKEN is not set"
+    )
+    monkeypatch.setenv("TOOLOOP_TEST_WEB_TOKEN", "t0ken")
+    assert config.mcp_server("web")._spec.headers == {"Authorization": "Bearer t0ken"}  # type: ignore[union-attr]
+
+
+MISTAKES = [
+    (
+        '[models.m]\nprovider = "openai"\nmodel = "gpt-4.1"\napi_key = "sk-abc123abc123abc123"\n',
+        "[models.m]: 'api_key': a key is never written in the file; set api_key_env",
+    ),
+    (
+        '[mcp_servers.s]\ncommand = "x"\nenv = { GITHUB_TOKEN = "ghp_abcdefabcdef" }\n',
+        "[mcp_servers.s] key 'env': env 'GITHUB_TOKEN' holds a literal secret; write a reference to an "
+        'environment variable instead, e.g. GITHUB_TOKEN = "${GITHUB_TOKEN}"',
+    ),
+    (
+        '[mcp_servers.s]\nurl = "http://x/mcp"\nheaders = { Authorization = "Bearer abcdefabcdefabcdef" }\n',
+        "[mcp_servers.s] key 'headers': header 'Authorization' holds a literal secret",
+    ),
+    ('[agents.a]\nmodel = "test:echo"\nmax_turn = 3\n', "[agents.a] key 'max_turn': unknown key"),
+    ('[agents.a]\nsystem = "hi"\n', "[agents.a] key 'model': required key is missing"),
+    (
+        '[agents.a]\nmodel = "test:echo"\nlimits = { max_turns = "many" }\n',
+        "[agents.a] key 'limits.max_turns': Input should be a valid integer, unable to parse string as an "
+        "integer (got 'many')",
+    ),
+    (
+        '[agents.a]\nmodel = "test:echo"\nlimits = { max_turns = 0 }\n',
+        "[agents.a] key 'limits.max_turns': Input should be greater than or equal to 1",
+    ),
+    (
+        '[agents.a]\nmodel = "test:echo"\ntools = ["no_colon"]\n',
+        "[agents.a] key 'tools': 'no_colon' is not an import path",
+    ),
+    ('[mcp_servers.s]\nprefix = "x_"\n', "[mcp_servers.s]: give either command (a stdio server) or url"),
+    (
+        '[mcp_servers.s]\ncommand = "x"\napprove = "sometimes"\n',
+        "[mcp_servers.s] key 'approve': Input should be 'never', 'always' or 'destructive'",
+    ),
+    (
+        '[models.m]\nprovider = "openai"\nmodel = "x"\napi_key_env = "sk-live-123"\n',
+        "[models.m] key 'api_key_env': api_key_env must be the NAME of an environment variable",
+    ),
+    ("[agents.a\nmodel = 1\n", "not valid TOML"),
+    ("[tables]\nx = 1\n", "key 'tables': unknown key"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MISTAKES)
+def test_each_mistake_says_file_table_key_and_what_was_expected(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        ('model = "nope"', "[agents.a] key 'model': 'nope' is neither a name from [models] (defined: none)"),
+        (
+            'model = "test:echo"\ntools = ["tests.config.sample_tools:missing"]',
+            "key 'tools': module 'tests.config.sample_tools' has no 'missing'",
+        ),
+        ('model = "test:echo"\ntools = ["no.such.module:f"]', "key 'tools': cannot import 'no.such.module'"),
+        (
+            'model = "test:echo"\nmcp_servers = ["ghost"]',
+            "key 'mcp_servers': no [mcp_servers.ghost] table (defined: none)",
+        ),
+    ],
+)
+def test_mistakes_found_while_building_the_agent(tmp_path: Path, agent: str, expected: str) -> None:
+    path = write(tmp_path, f"[agents.a]\n{agent}\n")
+    with pytest.raises(ConfigurationError) as caught:
+        tooloop.load_agent("a", path=path)
+    assert str(caught.value).startswith(f"{path}: [agents.a]")
+    assert expected in str(caught.value)
+
+
+def test_unknown_agent_and_missing_file(tmp_path: Path, valid: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"no \[agents.ghost\] table \(agents defined: helper, plain\)"):
+        tooloop.load_agent("ghost", path=valid)
+    with pytest.raises(ConfigurationError, match="cannot read the configuration file"):
+        tooloop.load_agent("a", path=tmp_path / "absent.toml")
+
+
+def test_references_are_not_secrets(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[mcp_servers.s]\ncommand = "x"\nenv = { API_KEY = "${MY_KEY}", MODE = "fast" }\n'
+        '[mcp_servers.h]\nurl = "http://x/mcp"\nheaders = { Authorization = "Bearer ${TOKEN}" }\n',
+    )
+    assert sorted(load_config(path).data.mcp_servers) == ["h", "s"]
+
+
+def test_a_scripted_tool_call_through_a_loaded_agent(valid: Path) -> None:
+    agent = tooloop.load_agent("plain", path=valid)
+    assert (
+        agent.with_model(
+            __import__("tooloop.testing", fromlist=["ScriptedModel"]).ScriptedModel(
+                [ModelResponse(tool_calls=(ToolCall("c", "x", {}),)), "ok"]
+            )
+        )
+        .run_sync("go")
+        .transcript.final_text
+        == "ok"
+    )
+
+
+def test_every_limit_can_be_set_in_the_file() -> None:
+    from dataclasses import fields
+
+    from tooloop import Limits
+    from tooloop.config._schema import LimitsTable
+
+    assert set(LimitsTable.model_fields) == {f.name for f in fields(Limits)}
