@@ -1,7 +1,8 @@
-"""A real conversation with real tools: ask about this repository's source code.
+"""A real conversation with real tools, from Python: ask about this repository's source code.
 
 Uses a real provider when one is configured (see ``pick_model``) and otherwise an offline model
 that calls the same tools, so the example runs anywhere. It prints which one it used.
+``scripts/demo.sh`` does the same from the command line (``tooloop run``).
 
     python examples/quickstart.py ["your question"]
 """
@@ -12,66 +13,11 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 
-from tooloop import (
-    Agent,
-    ModelRequest,
-    ModelResponse,
-    TextDelta,
-    ToolCall,
-    ToolCallFinished,
-    ToolCallMessage,
-    get_model,
-    tool,
-)
+from repo_tools import TOOLS, offline_answer
+
+from tooloop import Agent, TextDelta, ToolCallFinished, get_model
 from tooloop.testing import FunctionModel
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@tool
-def list_files(pattern: str) -> list[str]:
-    """List files of this repository matching a glob pattern.
-
-    Args:
-        pattern: A glob relative to the repository root, e.g. "src/**/*.py".
-    """
-    return sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern) if p.is_file())[:200]
-
-
-@tool
-def count_lines(paths: list[str]) -> dict[str, int]:
-    """Count the lines of some files of this repository.
-
-    Args:
-        paths: File paths relative to the repository root.
-    """
-    counts = {}
-    for name in paths:
-        path = (ROOT / name).resolve()
-        if ROOT not in path.parents:
-            raise ValueError(f"{name} is outside the repository")
-        counts[name] = len(path.read_text(encoding="utf-8").splitlines())
-    return counts
-
-
-def offline_answer(request: ModelRequest) -> ModelResponse:
-    """A stand-in model: list the loop's modules, count their lines, then answer from the results."""
-    results = [m for m in request.messages if isinstance(m, ToolCallMessage)]
-    if not results:
-        return ModelResponse(
-            "Let me look at the loop's modules.", [ToolCall("1", "list_files", {"pattern": "src/tooloop/loop/*.py"})]
-        )
-    if len(results) == 1:
-        files = json.loads(results[0].content)
-        return ModelResponse(tool_calls=[ToolCall("2", "count_lines", {"paths": files})])
-    counts = json.loads(results[-1].content)
-    biggest = max(counts, key=counts.get)
-    total = sum(counts.values())
-    return ModelResponse(
-        f"The loop is {total} lines in {len(counts)} modules; the largest is {biggest} ({counts[biggest]} lines)."
-    )
 
 
 def pick_model() -> tuple[object, str]:
@@ -102,7 +48,7 @@ async def main() -> None:
     agent = Agent(
         model,  # type: ignore[arg-type]
         system="You answer questions about a code repository. Use the tools; be brief.",
-        tools=[list_files, count_lines],
+        tools=TOOLS,
     )
     print(f"> {question}")
     async with agent.stream(question) as events:

@@ -6,7 +6,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._json import error_message, to_jsonable
 from .errors import CorruptDataError, RestoredToolError
@@ -24,8 +24,12 @@ from .messages import (
     ThinkingPart,
     ToolCallMessage,
     ToolCallStatus,
+    Usage,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -164,6 +168,35 @@ class Transcript(Sequence[Message]):
             else:
                 previous_batch = None
         return count
+
+    @overload
+    def render(
+        self,
+        *,
+        rich: Literal[False] = False,
+        usage: Usage | None = None,
+        stop_reason: str | None = None,
+        max_chars: int = 500,
+    ) -> str: ...
+    @overload
+    def render(
+        self, *, rich: Literal[True], usage: Usage | None = None, stop_reason: str | None = None, max_chars: int = 500
+    ) -> RenderableType: ...
+    def render(
+        self, *, rich: bool = False, usage: Usage | None = None, stop_reason: str | None = None, max_chars: int = 500
+    ) -> str | RenderableType:
+        """The conversation, readably: each message with its role, every tool call with its
+        arguments and outcome (ok, or the error), then how it ended and, when given, ``usage``.
+
+        Plain text by default (stable, for logs and pipes). ``rich=True`` returns a renderable for
+        a ``rich`` console (coloured roles, answers as markdown; needs ``rich``, imported only then).
+        Tool outcomes longer than ``max_chars`` are cut with a marker (``0`` keeps them whole).
+        ``stop_reason`` overrides the ending read from the last messages (a run's own reason).
+        """
+        from ._render import render_rich, render_text
+
+        render = render_rich if rich else render_text
+        return render(self, usage=usage, stop_reason=stop_reason, limit=max_chars)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Plain JSON-compatible dicts, one per message."""

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
+import os
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..agent import Agent
@@ -26,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help='a model string, e.g. "openai:gpt-4.1" or "ollama:qwen3"')
     parser.add_argument("--system", help="instructions for the model")
     parser.add_argument(
-        "--tool", action="append", default=[], metavar="MODULE:NAME", help="a tool by import path (repeatable)"
+        "--tool", action="append", default=[], metavar="MODULE:NAME", help="a tool: module:name or file.py:name"
     )
     parser.add_argument("--store", metavar="URL", help="store sessions here and offer session/load")
     parser.add_argument("--max-turns", type=int, help="model requests per prompt turn")
@@ -34,19 +38,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def load_tools(paths: Iterable[str]) -> list[Tool]:
-    """Tools from ``module:name`` paths; ``name`` may be a tool, a function or a list of them."""
+    """Tools from ``package.module:name`` or ``path/file.py:name``; ``name`` may be a tool, a
+    function or a list of them."""
     tools: list[Tool] = []
     for path in paths:
-        module_name, _, attr = path.partition(":")
+        module_name, _, attr = path.rpartition(":")
         if not module_name or not attr:
-            raise ConfigurationError(f"--tool {path!r}: use the form package.module:function")
+            raise ConfigurationError(f"--tool {path!r}: use the form package.module:function or file.py:function")
         try:
-            value: Any = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
+            value: Any = getattr(_import(module_name), attr)
+        except (ImportError, AttributeError, OSError) as exc:
             raise ConfigurationError(f"--tool {path!r}: {exc}") from exc
         values = value if isinstance(value, list | tuple) else [value]
         tools.extend(as_tool(v) for v in values)
     return tools
+
+
+def _import(name: str) -> ModuleType:
+    if not name.endswith(".py"):
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # like 'python -m': modules of the working directory import
+        return importlib.import_module(name)
+    file = Path(name).resolve()
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    if spec is None or spec.loader is None or not file.is_file():
+        raise ImportError(f"no Python file {name!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build_agent(args: argparse.Namespace) -> Agent:

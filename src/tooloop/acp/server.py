@@ -189,6 +189,7 @@ class AcpServer:
         for session in sessions:
             session.cancel()
         await asyncio.gather(*(s.aclose() for s in sessions), return_exceptions=True)
+        await self._agent.aclose()  # the MCP servers of the agent itself
 
 
 async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReason:

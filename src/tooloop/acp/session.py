@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from acp import RequestError, schema
 
 from ..agent import Agent
+from ..errors import ConfigurationError
 from ..loop.cancel import CancelToken
 from ..loop.frontdoors import EventStream
 from ..tools.tool import Tool
@@ -18,23 +22,58 @@ if TYPE_CHECKING:
 
 __all__ = ["McpServerSpec", "Session", "SessionTools"]
 
+_log = logging.getLogger("tooloop.acp")
+
 McpServerSpec: TypeAlias = schema.McpServerStdio | schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer
 """An MCP server as a client describes it in ``session/new`` or ``session/load``."""
 
 
 class SessionTools:
-    """Turns the MCP servers a client passes into tools of its session."""
+    """Turns the MCP servers a client passes into tools of its session (stdio and streamable HTTP).
+
+    Each server's tools are named ``<server name>__<tool>`` so they never collide with the
+    agent's own tools or another server's. Annotations from a client's servers are not trusted,
+    so with the default ``approve="destructive"`` every call of theirs asks the user first (an
+    "always allow" answer covers the rest of the session).
+    """
+
+    def __init__(self, *, approve: str = "destructive", timeout: float | None = None):
+        self.approve = approve
+        self.timeout = timeout
 
     @property
     def http(self) -> bool:
-        """Whether streamable HTTP servers are accepted (``mcpCapabilities.http``)."""
-        return False
+        """Whether streamable HTTP servers are accepted (``mcpCapabilities.http``): with the MCP SDK."""
+        return importlib.util.find_spec("mcp") is not None
 
     async def connect(self, specs: Sequence[McpServerSpec], cwd: str) -> list[Any]:
-        """Tool sources for ``specs``; ``-32602`` for a server that cannot be used."""
-        if specs:
-            raise RequestError.invalid_params({"details": "MCP servers passed by the client are not supported"})
-        return []
+        """Started servers for ``specs``; ``-32602`` naming a server that cannot be used."""
+        if not specs:
+            return []
+        servers = [self._server(spec, cwd) for spec in specs]
+        results = await asyncio.gather(*(s.start() for s in servers), return_exceptions=True)
+        failures = [f"{server.name}: {result}" for server, result in zip(servers, results, strict=True) if result]
+        if failures:
+            await asyncio.gather(*(s.aclose() for s in servers), return_exceptions=True)
+            raise RequestError.invalid_params({"details": "; ".join(failures)})
+        return servers
+
+    def _server(self, spec: McpServerSpec, cwd: str) -> Any:
+        try:
+            from ..mcp import MCPServer
+        except ConfigurationError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        options: dict[str, Any] = {"name": spec.name, "prefix": f"{spec.name}__", "approve": self.approve}
+        if self.timeout is not None:
+            options["timeout"] = self.timeout
+        if isinstance(spec, schema.McpServerStdio):
+            env = {variable.name: variable.value for variable in spec.env}
+            return MCPServer.stdio(spec.command, spec.args, env=env, cwd=cwd, **options)
+        if isinstance(spec, schema.HttpMcpServer) and self.http:
+            headers = {header.name: header.value for header in spec.headers}
+            return MCPServer.http(spec.url, headers, **options)
+        kind = getattr(spec, "type", "unknown")
+        raise RequestError.invalid_params({"details": f"{kind} MCP servers are not supported ({spec.name!r})"})
 
 
 class Session:
@@ -99,8 +138,14 @@ class Session:
             self.history = transcript
 
     async def tool_map(self) -> Mapping[str, Tool]:
-        """The tools of the session by name (for titles and kinds)."""
-        return {t.name: t for t in self.agent.tools}
+        """The tools of the session by name, its MCP servers' included (for titles and kinds)."""
+        tools = {t.name: t for t in self.agent.tools}
+        for source in self.agent.tool_sources:
+            try:
+                tools.update((t.name, t) for t in await source.list_tools())
+            except Exception as exc:  # a server that fails shows in the call's outcome instead
+                _log.warning("could not list the tools of %s: %s", source.name, exc)
+        return tools
 
     async def aclose(self) -> None:
         """Stop the session's MCP servers."""

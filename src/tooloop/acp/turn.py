@@ -89,7 +89,9 @@ class Turn:
                 await self._tool_event(event)
             case RunFinished(result=result):
                 self.result = result
-            case ToolCallDelta() | ApprovalDecided() | ToolCallProgress():
+            case ToolCallProgress(tool_call_id=call_id, progress=progress, total=total, message=message):
+                await self.send(updates.tool_call_progress(call_id, progress, total, message))
+            case ToolCallDelta() | ApprovalDecided():
                 # A call is shown once the loop settled its id and arguments; its outcome (run, or
                 # failed when rejected) follows as ToolCallFinished. ACP v1 has no progress field.
                 pass

@@ -25,6 +25,7 @@ __all__ = [
     "model_config",
     "register_model_config",
     "register_provider",
+    "registered_model_configs",
 ]
 
 ProviderFactory = Callable[..., Model]
@@ -195,6 +196,11 @@ def register_model_config(config: ModelConfig) -> ModelConfig:
     """Register ``config`` under its id (replacing an earlier one with the same id)."""
     _CONFIGS[config.id] = config
     return config
+
+
+def registered_model_configs() -> tuple[ModelConfig, ...]:
+    """Every registered configuration, sorted by id."""
+    return tuple(_CONFIGS[key] for key in sorted(_CONFIGS))
 
 
 def model_config(config_id: str) -> ModelConfig:

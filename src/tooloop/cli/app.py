@@ -1,0 +1,174 @@
+"""The ``tooloop`` command: the Typer application and its commands.
+
+Every command's work lives in a module of its own; this one declares options, help and examples.
+Subcommands of other subpackages register in :data:`LAZY_COMMANDS` and are imported only when
+invoked or listed, so ``tooloop run`` never pays for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import os
+import traceback
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+from ..errors import ToolloopError
+from .approvals import Approve
+from .exits import CliError, ExitCode, describe, exit_code_for_error
+from .terminal import Terminal
+
+__all__ = ["LAZY_COMMANDS", "app", "main"]
+
+LAZY_COMMANDS: dict[str, str] = {"acp": "tooloop.acp.cli:app"}
+"""Subcommands defined elsewhere: name -> ``"module:attribute"`` of a ``typer.Typer`` (or a
+click command), imported on first use. An extra that is not installed gives a command that says
+which one to install."""
+
+
+def _missing_extra(name: str, error: ImportError) -> Any:
+    stub = typer.Typer(add_completion=False)
+
+    @stub.command(name=name, help=f"(not available: {error}; install it with pip install 'tooloop\\[{name}]')")
+    def unavailable() -> None:
+        Terminal().error(f"'tooloop {name}' needs an extra: pip install 'tooloop[{name}]' ({error})")
+        raise typer.Exit(ExitCode.USAGE)
+
+    return typer.main.get_command(stub)
+
+
+def _installed(target: str) -> bool:
+    """True when the module defining the command is part of this installation (its package's
+    optional dependencies may still be missing: invoking it then says which extra to install)."""
+    module = target.partition(":")[0]
+    try:
+        if importlib.util.find_spec(module.rpartition(".")[0]) is None:
+            return False
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # the package is there, its dependencies are not
+        return True
+
+
+class LazyGroup(TyperGroup):
+    """A command group that imports the subcommands of :data:`LAZY_COMMANDS` when first needed."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        lazy = [n for n in LAZY_COMMANDS if n not in self.commands and _installed(LAZY_COMMANDS[n])]
+        return [*super().list_commands(ctx), *lazy]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in LAZY_COMMANDS or not _installed(LAZY_COMMANDS[cmd_name]):
+            return command
+        module_name, _, attribute = LAZY_COMMANDS[cmd_name].partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attribute)
+        except ImportError as exc:
+            return _missing_extra(cmd_name, exc)
+        command = typer.main.get_command(target) if isinstance(target, typer.Typer) else target
+        command.name = cmd_name
+        self.commands[cmd_name] = command
+        return command
+
+
+app = typer.Typer(
+    name="tooloop",
+    cls=LazyGroup,
+    help="The multi-turn LLM tool-calling loop from a terminal: run, chat, sessions.",
+    epilog="Exit codes: 0 answered · 1 error · 2 usage · 3 limit · 4 approval needed · 5 refused · 130 cancelled.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# ---------------------------------------------------------------------- shared options
+
+Debug = Annotated[bool, typer.Option("--debug", help="On an error, show the full traceback.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only the answer: no progress or tool lines.")]
+Store = Annotated[
+    str | None,
+    typer.Option(
+        "--store", metavar="URL", help="Session store (sqlite:///file.db, postgresql://...); default $TOOLOOP_STORE."
+    ),
+]
+Model = Annotated[
+    str | None,
+    typer.Option("--model", "-m", metavar="PROVIDER:MODEL", help="e.g. openai:gpt-4.1-mini, ollama:qwen3, @name."),
+]
+System = Annotated[str | None, typer.Option("--system", "-s", metavar="TEXT", help="Instructions for the model.")]
+Tools = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tool",
+        "-t",
+        metavar="MODULE:NAME",
+        help="A tool by import path (package.module:function or file.py:function); repeatable.",
+    ),
+]
+AgentName = Annotated[
+    str | None,
+    typer.Option("--agent", "-a", metavar="NAME", help="An agent of tooloop.toml ([agents.NAME]); options change it."),
+]
+Mcp = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        metavar="COMMAND",
+        help='An MCP server: "COMMAND ARGS" run over stdio, or a [mcp_servers] name of tooloop.toml; repeatable.',
+    ),
+]
+McpUrl = Annotated[
+    list[str] | None,
+    typer.Option("--mcp-url", metavar="URL", help="An MCP server over streamable HTTP; repeatable."),
+]
+MaxTurns = Annotated[int | None, typer.Option("--max-turns", metavar="N", help="Stop after N model requests.")]
+Timeout = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", help="Stop a run after this long.")]
+ApproveOption = Annotated[
+    Approve,
+    typer.Option(
+        "--approve",
+        case_sensitive=False,
+        help="Tool calls that need approval: ask on the terminal, allow all, or deny all.",
+    ),
+]
+NoStream = Annotated[bool, typer.Option("--no-stream", help="Plain requests instead of streamed ones.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
+
+
+def finish(work: Callable[[], Coroutine[Any, Any, ExitCode | None]], *, debug: bool, quiet: bool = False) -> NoReturn:
+    """Run a command's coroutine; turn what it raises into a short message and an exit code."""
+    debug = debug or bool(os.environ.get("TOOLOOP_DEBUG"))
+    try:
+        code = asyncio.run(work())
+    except (CliError, ToolloopError, OSError) as exc:
+        if debug:
+            traceback.print_exc()
+        Terminal(quiet=quiet).error(describe(exc))
+        raise typer.Exit(exit_code_for_error(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(ExitCode.CANCELLED) from None
+    except Exception as exc:
+        if debug:
+            raise
+        Terminal().error(f"internal error: {type(exc).__name__}: {exc} (run again with --debug for the traceback)")
+        raise typer.Exit(ExitCode.ERROR) from None
+    raise typer.Exit(code or ExitCode.OK)
+
+
+def _register_commands() -> None:
+    # Imported here so that 'tooloop.cli.app' can be imported by the command modules themselves.
+    from . import commands  # noqa: F401  # registers the commands on 'app'
+
+
+def main() -> None:
+    """Entry point of the ``tooloop`` console script and ``python -m tooloop``."""
+    _register_commands()
+    app(prog_name=Path("tooloop").name)

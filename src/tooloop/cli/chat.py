@@ -1,0 +1,239 @@
+"""``tooloop chat``: an interactive conversation recorded in a session.
+
+Each turn is one run of the agent on the session. Ctrl-C during a turn cancels that turn (it
+ends ``cancelled``, the session keeps everything so far); at the prompt, Ctrl-C twice or Ctrl-D
+quits. Lines starting with ``/`` are commands (:data:`COMMANDS`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from .._render import usage_text
+from ..agent import Agent
+from ..errors import ToolloopError
+from ..loop.frontdoors import EventStream
+from ..messages import StopReason, Usage
+from ..store import BaseStore, open_store
+from .approvals import Approve, CommandApprover, read_line
+from .exits import ExitCode, describe
+from .run import drive
+from .setup import (
+    AgentOptions,
+    build_agent,
+    last_session_id,
+    new_session_id,
+    remember_model,
+    remembered_model,
+    store_url,
+)
+from .terminal import Terminal
+from .view import TurnView
+
+__all__ = ["COMMANDS", "ChatOptions", "chat_command"]
+
+PROMPT = "you> "
+
+COMMANDS = {
+    "/help": "show these commands",
+    "/model [PROVIDER:MODEL]": "show the model, or switch to another one (the session goes on)",
+    "/tools": "the tools the model can call",
+    "/usage": "tokens and requests of the last turn and of the whole session",
+    "/new": "start a new session",
+    "/session": "the session id (continue it later with: tooloop chat --session ID)",
+    "/exit": "quit (also /quit, Ctrl-D, or Ctrl-C twice)",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatOptions:
+    """``tooloop chat``'s options besides the agent's."""
+
+    agent: AgentOptions
+    session: str | None = None
+    continue_last: bool = False
+    approve: Approve = Approve.ASK
+    store: str | None = None
+
+
+class _Lines:
+    """Reads the user's lines: prompt_toolkit on a terminal (editing, history), plain lines otherwise."""
+
+    def __init__(self, term: Terminal):
+        self.term = term
+        self.interactive = sys.stdin.isatty() and term.err_live
+        self._session = None
+        if self.interactive:
+            from prompt_toolkit import PromptSession
+
+            self._session = PromptSession[str]()
+
+    async def read(self, prompt: str) -> str | None:
+        """A line; None at end of input. KeyboardInterrupt when Ctrl-C is pressed at the prompt."""
+        if self._session is None:
+            return await read_line(sys.stdin)
+        try:
+            return await self._session.prompt_async(prompt, handle_sigint=False)
+        except EOFError:
+            return None
+
+    async def ask(self, question: str) -> str | None:
+        """An answer to a question asked during a turn (approvals)."""
+        if self._session is None:
+            self.term.err.print(question, end="", markup=False)
+        return await self.read(question)
+
+
+class Chat:
+    """The state of one chat: the agent, its session, the approver, the last turn's usage."""
+
+    def __init__(self, agent: Agent, model: str, session_id: str, store: BaseStore, term: Terminal, lines: _Lines):
+        self.agent = agent
+        self.model = model
+        self.session_id = session_id
+        self.store = store
+        self.term = term
+        self.lines = lines
+        self.last_usage = Usage()
+        self._stream: EventStream | None = None
+        self.approver: CommandApprover | None = None
+
+    async def turn(self, text: str, approve: Approve) -> None:
+        """One run of the agent on the session, shown as it happens."""
+        view = TurnView(self.term)
+        if self.approver is None:
+            self.approver = CommandApprover(approve, view, self.lines.ask, self._cancel)
+        self.approver.view = view
+        stream = self.agent.stream(text, approve=self.approver if self.approver.can_decide else None)
+        self._stream = stream
+        result = await drive(stream, view, self.term)
+        self.last_usage = result.usage
+        await remember_model(self.store, self.session_id, self.model)
+        if result.error is not None:
+            self.term.error(describe(result.error))
+            return
+        reason = result.stop_reason
+        self.term.note(f"{reason.value} · {usage_text(result.usage)}")
+        if reason is StopReason.CANCELLED:
+            self.term.show("turn cancelled; the session goes on", "yellow")
+
+    def _cancel(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel("cancelled at an approval")
+
+    # ------------------------------------------------------------------ /commands
+
+    async def command(self, line: str) -> bool:
+        """Run a /command; False when the chat should end."""
+        name, _, argument = line.strip().partition(" ")
+        handlers: dict[str, Callable[[str], Awaitable[None]]] = {
+            "/help": self._help,
+            "/model": self._model,
+            "/tools": self._tools,
+            "/usage": self._usage,
+            "/new": self._new,
+            "/session": self._session,
+        }
+        if name in ("/exit", "/quit"):
+            return False
+        handler = handlers.get(name)
+        if handler is None:
+            self.term.show(f"unknown command {name}; /help lists them", "yellow")
+        else:
+            await handler(argument.strip())
+        return True
+
+    async def _help(self, _: str) -> None:
+        for usage, text in COMMANDS.items():
+            self.term.show(f"  {usage:<26} {text}")
+
+    async def _model(self, spec: str) -> None:
+        if not spec:
+            self.term.show(f"model: {self.model}")
+            return
+        try:
+            agent = self.agent.with_model(spec)
+            agent.model  # noqa: B018  # create it now: a bad string or a missing key is said here
+        except ToolloopError as exc:
+            self.term.error(describe(exc))
+            return
+        self.agent, self.model = agent, spec
+        self.term.show(f"model: {spec}")
+
+    async def _tools(self, _: str) -> None:
+        if not self.agent.tools:
+            self.term.show("no tools (add some with --tool package.module:function)")
+        for tool in self.agent.tools:
+            first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+            approval = " (needs approval)" if tool.requires_approval else ""
+            self.term.show(f"  {tool.name}{approval}: {first}")
+
+    async def _usage(self, _: str) -> None:
+        self.term.show(f"last turn: {usage_text(self.last_usage)}")
+        try:
+            info = await self.store.get_session(self.session_id)
+        except ToolloopError:
+            self.term.show("session: nothing recorded yet")
+            return
+        self.term.show(f"session {self.session_id}: {usage_text(info.usage)} · {info.message_count} messages")
+
+    async def _new(self, _: str) -> None:
+        self.session_id = new_session_id()
+        self.agent = self.agent.with_session(self.session_id)
+        self.last_usage = Usage()
+        self.term.show(f"new session {self.session_id}")
+
+    async def _session(self, _: str) -> None:
+        self.term.show(f"session {self.session_id}: continue it with 'tooloop chat --session {self.session_id}'")
+
+
+async def _loop(chat: Chat, approve: Approve) -> None:
+    interrupted = False
+    while True:
+        try:
+            line = await chat.lines.read(PROMPT)
+        except KeyboardInterrupt:
+            if interrupted:
+                return
+            interrupted = True
+            chat.term.show("(Ctrl-C again, Ctrl-D or /exit to quit)", "dim")
+            continue
+        interrupted = False
+        if line is None:
+            return
+        if not line.strip():
+            continue
+        if line.startswith("/"):
+            if not await chat.command(line):
+                return
+            continue
+        await chat.turn(line, approve)
+
+
+async def _show_continued(store: BaseStore, session_id: str, term: Terminal) -> None:
+    try:
+        info = await store.get_session(session_id)
+    except ToolloopError:
+        return  # a new session
+    term.show(f"continuing: {info.title or '(untitled)'} · {info.message_count} messages so far", "dim")
+
+
+async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
+    """Run the chat until the user quits."""
+    async with open_store(store_url(options.store)) as store:
+        if options.continue_last:
+            session_id = await last_session_id(store)
+        else:
+            session_id = options.session or new_session_id()
+        remembered = await remembered_model(store, session_id)
+        agent, choice = build_agent(options.agent, remembered, store, session_id)
+        lines = _Lines(term)
+        chat = Chat(agent, choice.spec, session_id, store, term, lines)
+        why = "" if choice.reason == "--model" else f" ({choice.reason})"
+        term.show(f"tooloop chat · model {choice.spec}{why} · session {session_id} · /help for commands", "dim")
+        await _show_continued(store, session_id, term)
+        async with agent:  # its MCP servers run for the whole chat (shared by /model copies)
+            await _loop(chat, options.approve)
+    return ExitCode.OK

@@ -1,0 +1,204 @@
+"""The commands of ``tooloop``: options, help and examples; the work is in the modules they call."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .app import (
+    AgentName,
+    ApproveOption,
+    Debug,
+    JsonFlag,
+    MaxTurns,
+    Mcp,
+    McpUrl,
+    Model,
+    NoStream,
+    Quiet,
+    Store,
+    System,
+    Timeout,
+    Tools,
+    app,
+    finish,
+)
+from .approvals import Approve
+from .exits import ExitCode
+from .setup import AgentOptions, check_positive
+from .terminal import Terminal
+
+__all__: list[str] = []
+
+
+def _examples(*lines: str) -> str:
+    return "[bold]Examples[/bold]\n\n" + "\n\n".join(f"  {line}" for line in lines)
+
+
+def _agent_options(
+    model: str | None,
+    system: str | None,
+    tools: list[str] | None,
+    max_turns: int | None,
+    timeout: float | None,
+    no_stream: bool,
+    sources: tuple[str | None, list[str] | None, list[str] | None] = (None, None, None),
+) -> AgentOptions:
+    check_positive("--max-turns", max_turns)
+    check_positive("--timeout", timeout)
+    agent, mcp, mcp_url = sources
+    return AgentOptions(
+        model=model,
+        system=system,
+        tools=tuple(tools or ()),
+        max_turns=max_turns,
+        timeout=timeout,
+        stream=not no_stream,
+        agent=agent,
+        mcp=tuple(mcp or ()),
+        mcp_urls=tuple(mcp_url or ()),
+    )
+
+
+@app.command(
+    epilog=_examples(
+        'tooloop run "What is 2 + 40?" --model openai:gpt-4.1-mini',
+        'cat notes.md | tooloop run "Summarise these notes"',
+        'tooloop run "How big is src/?" --tool examples/repo_tools.py:list_files --tool mypkg.tools:count_lines',
+        'tooloop run -c "And the second one?"',
+        'tooloop run "What time is it in Tokyo?" --mcp "uvx mcp-server-time" --approve all',
+        'tooloop run "Review my last commit" --agent reviewer       # [agents.reviewer] of tooloop.toml',
+        'tooloop run "Clean up the build folder" --approve none --json | jq .stop_reason',
+    )
+)
+def run(
+    prompt: Annotated[
+        str | None, typer.Argument(metavar="PROMPT", help="The question; piped standard input is appended.")
+    ] = None,
+    model: Model = None,
+    agent: AgentName = None,
+    system: System = None,
+    tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
+    session: Annotated[
+        str | None, typer.Option("--session", metavar="ID", help="Continue this stored session, or start it.")
+    ] = None,
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the most recent session.")] = False,
+    max_turns: MaxTurns = None,
+    timeout: Timeout = None,
+    approve: ApproveOption = Approve.ASK,
+    json: JsonFlag = False,
+    store: Store = None,
+    no_stream: NoStream = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    """Ask once: the answer streams to stdout, tool calls and progress to stderr.
+
+    Every run is recorded in a session (its id is printed on stderr) that --session ID or -c continues.
+    With --json, stdout holds one JSON object: text, stop_reason, session_id, usage, tool_calls,
+    pending_approvals, error, messages.
+    """
+    from .run import RunOptions, read_prompt, run_command
+
+    async def work() -> ExitCode:
+        options = RunOptions(
+            prompt=read_prompt(prompt),
+            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
+            session=session,
+            continue_last=continue_,
+            approve=approve,
+            json=json,
+            store=store,
+        )
+        return await run_command(options, Terminal(quiet=quiet))
+
+    finish(work, debug=debug, quiet=quiet)
+
+
+@app.command(
+    epilog=_examples(
+        "tooloop chat --model anthropic:claude-sonnet-4-5",
+        "tooloop chat --tool mypkg.tools:search --approve ask",
+        "tooloop chat --session 3f2a9c1e07b4",
+        "tooloop chat --agent researcher --mcp-url http://127.0.0.1:8000/mcp",
+    )
+)
+def chat(
+    model: Model = None,
+    agent: AgentName = None,
+    system: System = None,
+    tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
+    session: Annotated[
+        str | None, typer.Option("--session", metavar="ID", help="Continue this stored session, or start it.")
+    ] = None,
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Continue the most recent session.")] = False,
+    max_turns: MaxTurns = None,
+    timeout: Timeout = None,
+    approve: ApproveOption = Approve.ASK,
+    store: Store = None,
+    no_stream: NoStream = False,
+    debug: Debug = False,
+) -> None:
+    """Talk with a model: streamed markdown answers, every tool call shown, approvals asked y/n/always.
+
+    Ctrl-C cancels the current turn and keeps the session; Ctrl-C twice at the prompt (or Ctrl-D,
+    or /exit) quits. Type /help for the commands (/model, /tools, /usage, /new, /exit).
+    """
+    from .chat import ChatOptions, chat_command
+
+    async def work() -> ExitCode:
+        options = ChatOptions(
+            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
+            session=session,
+            continue_last=continue_,
+            approve=approve,
+            store=store,
+        )
+        return await chat_command(options, Terminal())
+
+    finish(work, debug=debug)
+
+
+@app.command(epilog=_examples("tooloop models", "tooloop models --json"))
+def models(json: JsonFlag = False, debug: Debug = False) -> None:
+    """The providers and configured models, and whether each one's key variable is set."""
+    from .info import models_command
+
+    finish(lambda: models_command(Terminal(), as_json=json), debug=debug)
+
+
+@app.command(
+    epilog=_examples(
+        "tooloop tools --tool examples/repo_tools.py:list_files",
+        "tooloop tools --tool mypkg.tools:search --json",
+        'tooloop tools --mcp "uvx mcp-server-time"',
+        "tooloop tools --agent researcher",
+    )
+)
+def tools(
+    agent: AgentName = None,
+    tool: Tools = None,
+    mcp: Mcp = None,
+    mcp_url: McpUrl = None,
+    json: JsonFlag = False,
+    debug: Debug = False,
+) -> None:
+    """The tools a model would see (MCP servers' included): names, descriptions, parameter schemas."""
+    from .info import tools_command
+
+    options = _agent_options(None, None, tool, None, None, False, (agent, mcp, mcp_url))
+    finish(lambda: tools_command(Terminal(), options, as_json=json), debug=debug)
+
+
+def _register_sessions() -> None:
+    from .sessions import sessions_app
+
+    app.add_typer(sessions_app, name="sessions")
+
+
+_register_sessions()

@@ -1,0 +1,131 @@
+"""``tooloop models`` and ``tooloop tools``: what is configured, and what a model would see."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.table import Table
+
+from ..models.registry import registered_model_configs
+from ..tools.tool import Tool, as_tool
+from .exits import ExitCode
+from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers
+from .terminal import Terminal
+
+__all__ = ["models_command", "tools_command"]
+
+_BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "ollama": "OLLAMA_HOST",
+}
+
+
+def _provider_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, variables in PROVIDER_KEYS.items():
+        if name == "test":
+            continue
+        base = _BASE_URL_VARIABLES.get(name)
+        rows.append(
+            {
+                "provider": name,
+                "key_variables": list(variables),
+                "key_set": any(os.environ.get(v) for v in variables) if variables else None,
+                "base_url_variable": base,
+                "base_url": os.environ.get(base) if base else None,
+            }
+        )
+    return rows
+
+
+def _config_rows() -> list[dict[str, Any]]:
+    return [
+        {"name": f"@{c.id}", "model": c.spec, "key_set": _key_set(c.provider), "base_url": c.base_url}
+        for c in registered_model_configs()
+    ]
+
+
+def _key_set(provider: str) -> bool | None:
+    variables = PROVIDER_KEYS.get(provider, ())
+    return any(os.environ.get(v) for v in variables) if variables else None
+
+
+def _default() -> dict[str, str] | None:
+    try:
+        choice = choose_model(None)
+    except Exception:  # no model configured: say so in the listing
+        return None
+    return {"model": choice.spec, "reason": choice.reason}
+
+
+def _mark(value: bool | None) -> str:
+    return "not needed" if value is None else ("set" if value else "NOT SET")
+
+
+async def models_command(term: Terminal, *, as_json: bool) -> ExitCode:
+    """List providers (key variables and whether set), configured models, and the default."""
+    providers, configs, default = _provider_rows(), _config_rows(), _default()
+    if as_json:
+        data = {"default": default, "models": configs, "providers": providers}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return ExitCode.OK
+    table = Table("provider", "key variable", "key", "base URL", box=None, pad_edge=False)
+    for row in providers:
+        base = row["base_url"] or (f"${row['base_url_variable']} not set" if row["base_url_variable"] else "")
+        table.add_row(row["provider"], ", ".join(row["key_variables"]) or "-", _mark(row["key_set"]), base)
+    term.out.print(table)
+    for row in configs:
+        term.out.print(f"{row['name']:<16} {row['model']}  key {_mark(row['key_set'])}")
+    if default is None:
+        term.out.print("default: none (pass --model, set TOOLOOP_MODEL or a provider's key)")
+    else:
+        term.out.print(f"default: {default['model']} ({default['reason']})")
+    return ExitCode.OK
+
+
+async def _visible_tools(options: AgentOptions) -> list[Tool]:
+    plain = [as_tool(t) for spec in options.tools for t in load_tools(spec)]
+    servers: list[Any] = mcp_servers(options.mcp, options.mcp_urls)
+    if options.agent is not None:
+        from ..config import load_agent
+
+        agent = load_agent(options.agent)
+        plain, servers = [*agent.tools, *plain], [*agent.tool_sources, *servers]
+    listed: list[Tool] = []
+    try:
+        for server in servers:
+            listed.extend(await server.list_tools())
+    finally:
+        for server in servers:
+            await server.aclose()
+    return [*plain, *listed]
+
+
+async def tools_command(term: Terminal, options: AgentOptions, *, as_json: bool) -> ExitCode:
+    """List the tools the options give, as the model sees them (name, description, JSON schema)."""
+    definitions = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "parameters": dict(t.parameters),
+            "requires_approval": t.requires_approval,
+        }
+        for t in await _visible_tools(options)
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps(definitions, indent=2, default=str) + "\n")
+        return ExitCode.OK
+    if not definitions:
+        term.note("no tools: name some with --tool package.module:function, --mcp or --agent")
+    for item in definitions:
+        approval = "  (needs approval)" if item["requires_approval"] else ""
+        term.out.print(f"{item['name']}{approval}", style="bold", markup=False)
+        if item["description"]:
+            term.out.print(f"  {item['description']}", markup=False)
+        term.out.print("  " + json.dumps(item["parameters"], default=str), markup=False)
+    return ExitCode.OK

@@ -1,0 +1,220 @@
+"""``tooloop run``: one conversation turn from the command line, streamed, recorded in a session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .._json import to_jsonable
+from .._render import usage_text
+from ..agent import Agent
+from ..errors import ToolloopError
+from ..loop.frontdoors import EventStream
+from ..loop.result import RunResult
+from ..messages import StopReason, Usage
+from ..store import BaseStore, open_store
+from ..transcript import Transcript
+from .approvals import Approve, Asker, CommandApprover, read_line
+from .exits import ExitCode, exit_code_for_stop, fail
+from .setup import (
+    AgentOptions,
+    ModelChoice,
+    build_agent,
+    last_session_id,
+    new_session_id,
+    remember_model,
+    remembered_model,
+    store_url,
+)
+from .terminal import Terminal
+from .view import TurnView
+
+__all__ = ["RunOptions", "drive", "read_prompt", "result_json", "run_command", "sigint_cancels"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """``tooloop run``'s options besides the agent's."""
+
+    prompt: str | None
+    agent: AgentOptions
+    session: str | None = None
+    continue_last: bool = False
+    approve: Approve = Approve.ASK
+    json: bool = False
+    store: str | None = None
+
+
+def read_prompt(argument: str | None, stdin: Any = None) -> str | None:
+    """The prompt: the argument, with piped standard input appended (or alone)."""
+    stdin = stdin if stdin is not None else sys.stdin
+    piped = ""
+    if stdin is not None and not stdin.isatty():
+        piped = stdin.read()
+    if piped.strip():
+        return f"{argument}\n\n{piped}" if argument else piped
+    return argument
+
+
+@contextmanager
+def sigint_cancels(cancel: Callable[[], None], term: Terminal) -> Iterator[None]:
+    """While inside: Ctrl-C cancels the run (it ends ``cancelled``, its session kept); a second
+    Ctrl-C exits at once (everything recorded so far stays in the store)."""
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            cancel()
+            return
+        term.stdout.flush()
+        term.err.show_cursor(True)
+        os._exit(ExitCode.CANCELLED)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):  # no signal handlers here (Windows, a thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _failed(error: ToolloopError) -> RunResult:
+    transcript = error.transcript if error.transcript is not None else Transcript()
+    return RunResult(transcript=transcript, stop_reason=StopReason.ERROR, usage=error.usage or Usage(), error=error)
+
+
+async def drive(stream: EventStream, view: TurnView, term: Terminal) -> RunResult:
+    """Run ``stream`` to its end, showing it; a failure comes back as ``result.error``."""
+    with sigint_cancels(lambda: stream.cancel("cancelled by Ctrl-C"), term):
+        try:
+            async with stream:
+                async for event in stream:
+                    view.handle(event)
+        except ToolloopError as exc:
+            return _failed(exc)
+        finally:
+            view.close()
+    assert stream.result is not None
+    return stream.result
+
+
+def result_json(result: RunResult, *, session_id: str, model: str) -> dict[str, Any]:
+    """What ``--json`` prints: the run's result as one JSON object."""
+    usage = result.usage
+    return {
+        "text": result.text,
+        "output": to_jsonable(result.output),
+        "stop_reason": result.stop_reason.value,
+        "session_id": session_id,
+        "model": model,
+        "usage": {**to_jsonable(usage), "total_tokens": usage.total_tokens},
+        "tool_calls": [
+            {
+                "id": call.tool_call_id,
+                "name": call.tool_name,
+                "arguments": to_jsonable(call.arguments),
+                "status": call.status.value,
+                "content": call.content,
+                "error_type": call.error_type,
+            }
+            for call in result.tool_calls
+        ],
+        "pending_approvals": [request.to_dict() for request in result.pending_approvals],
+        "error": None if result.error is None else {"type": type(result.error).__name__, "message": str(result.error)},
+        "messages": result.new_messages.to_dicts(),
+    }
+
+
+def terminal_asker(term: Terminal) -> Asker | None:
+    """Reads answers from the terminal even when standard input is a pipe; None without one."""
+    if sys.stdin.isatty():
+        source = sys.stdin
+    elif term.err_live:
+        try:
+            source = open("/dev/tty", encoding="utf-8")  # kept open for the process
+        except OSError:
+            return None
+    else:
+        return None
+
+    async def ask(question: str) -> str | None:
+        term.err.print(question, end="", markup=False)
+        return await read_line(source)
+
+    return ask
+
+
+async def _session_for(store: BaseStore, options: RunOptions) -> tuple[str, str | None]:
+    if options.session and options.continue_last:
+        fail("--session and --continue name two sessions: give one")
+    if options.continue_last:
+        session_id = await last_session_id(store)
+    else:
+        session_id = options.session or new_session_id()
+    remembered = await remembered_model(store, session_id) if options.session or options.continue_last else None
+    return session_id, remembered
+
+
+def _announce(term: Terminal, choice: ModelChoice, session_id: str) -> None:
+    why = "" if choice.reason == "--model" else f" ({choice.reason})"
+    term.note(f"model {choice.spec}{why} · session {session_id}")
+
+
+def _report(term: Terminal, result: RunResult, session_id: str) -> None:
+    reason = result.stop_reason
+    term.note(f"{reason.value} · {usage_text(result.usage)}")
+    if reason is StopReason.APPROVAL_REQUIRED:
+        names = ", ".join(sorted({r.tool_name for r in result.pending_approvals}))
+        term.error(
+            f"{len(result.pending_approvals)} tool call(s) wait for approval ({names}); decide with "
+            f"'tooloop run --session {session_id} --approve all' (or --approve none), or run in a terminal"
+        )
+    elif reason is StopReason.MAX_TURN_REQUESTS:
+        term.error(f"stopped after the maximum number of turns; continue with 'tooloop run --session {session_id}'")
+    elif reason is StopReason.CANCELLED:
+        term.error(f"cancelled; the session is kept: continue with 'tooloop run --session {session_id}'")
+    elif reason not in (StopReason.END_TURN, StopReason.ERROR):
+        term.error(f"the run stopped: {reason.value}")
+
+
+async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
+    """Run one turn and print it; returns the exit code."""
+    async with open_store(store_url(options.store)) as store:
+        session_id, remembered = await _session_for(store, options)
+        if options.prompt is None and not (options.session or options.continue_last):
+            fail('give a prompt: tooloop run "your question" (or pipe text in: cat notes.md | tooloop run "summarise")')
+        agent, choice = build_agent(options.agent, remembered, store, session_id)
+        _announce(term, choice, session_id)
+        async with agent:  # starts its MCP servers, and stops them however the run ends
+            result = await _one_turn(agent, options, term)
+        await remember_model(store, session_id, choice.spec)
+    if options.json:
+        data = result_json(result, session_id=session_id, model=choice.spec)
+        term.answer(json.dumps(data, ensure_ascii=False) + "\n")
+    if result.error is not None:
+        raise result.error
+    _report(term, result, session_id)
+    return exit_code_for_stop(result.stop_reason)
+
+
+async def _one_turn(agent: Agent, options: RunOptions, term: Terminal) -> RunResult:
+    view = TurnView(term, show_answer=not options.json)
+    holder: list[EventStream] = []
+    ask = terminal_asker(term) if options.approve is Approve.ASK else None
+    approver = CommandApprover(options.approve, view, ask, lambda: holder[0].cancel("cancelled at an approval"))
+    stream = agent.stream(options.prompt, approve=approver if approver.can_decide else None)
+    holder.append(stream)
+    return await drive(stream, view, term)

@@ -1,0 +1,246 @@
+"""Showing a run as it happens: a spinner while the model works, the answer, every tool call.
+
+On a terminal the answer is live markdown on stdout and tool activity is coloured on stderr.
+Piped, each response's text is held until the response is complete: an answer goes to stdout,
+text that came with tool calls goes to stderr, so stdout holds nothing but the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import assert_never
+
+from rich.live import Live
+from rich.status import Status
+from rich.text import Text
+
+from .._render import arguments_text, clip
+from .._render import outcome_text as render_outcome
+from ..events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    MessageAdded,
+    ModelEvent,
+    ModelRequestFinished,
+    ModelRequestStarted,
+    RunFinished,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallProgress,
+    ToolCallStarted,
+)
+from ..loop.result import ApprovalRequest
+from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus
+from .terminal import Terminal
+
+__all__ = ["TurnView"]
+
+ARGUMENT_CHARS = 200
+RESULT_CHARS = 300
+QUESTION_SYNC_SECONDS = 5.0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def call_text(name: str, arguments: dict[str, object] | object, limit: int = ARGUMENT_CHARS) -> str:
+    """``name({"arg": 1})`` with long arguments collapsed."""
+    shown = arguments_text(arguments) if isinstance(arguments, dict) else str(arguments)
+    return f"{name}({clip(shown, limit)})"
+
+
+def outcome_text(call: ToolCallMessage, limit: int = RESULT_CHARS) -> str:
+    """``ok: result`` or ``error: ValueError: text``, on one line, long ones collapsed."""
+    text = _one_line(render_outcome(call, 0))
+    return clip(text, limit) if call.status is not ToolCallStatus.OK else f"ok: {clip(text, limit)}"
+
+
+class TurnView:
+    """Renders the events of one run on a :class:`Terminal`.
+
+    ``show_answer=False`` (``--json``) keeps the answer off stdout; tool activity still goes to
+    stderr. Call :meth:`close` when the run ends, however it ends.
+    """
+
+    def __init__(self, term: Terminal, *, show_answer: bool = True):
+        self.term = term
+        self.show_answer = show_answer
+        self._live_answer = term.out_live and show_answer
+        self._spinning = term.err_live and not term.quiet
+        self._status: Status | None = None
+        self._live: Live | None = None
+        self._text = ""
+        self._shown: set[str] = set()
+        self._asking = False
+        self._held: list[ToolCallMessage] = []
+        self._requests: dict[str, asyncio.Event] = {}
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: Event) -> None:
+        """Show one event."""
+        match event:
+            case TextDelta() | ThinkingDelta() | ToolCallDelta():
+                self._model_event(event)
+            case ModelRequestStarted():
+                self._spin("thinking…")
+            case ModelRequestFinished(response=response):
+                self._response_done(response)
+            case ToolCallStarted(tool_name=name, arguments=arguments):
+                self._spin(f"running {call_text(name, dict(arguments), 60)}")
+            case ToolCallProgress(tool_name=name, progress=progress, total=total, message=message):
+                done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+                self._spin(f"running {name}: {done}" + (f" {message}" if message else ""))
+            case ToolCallFinished(message=call):
+                self._call_done(call)
+            case ApprovalRequested(request=request):
+                self.pause()
+                self._reached(request.tool_call_id).set()
+            case ApprovalDecided():
+                pass  # the call's outcome line says what became of it
+            case MessageAdded(message=message):
+                # A call that never ran (denied, unknown tool) may be recorded without a
+                # ToolCallFinished event by older loops; shown once either way.
+                if isinstance(message, ToolCallMessage) and message.status.finished:
+                    self._call_done(message)
+            case RunFinished():
+                self.close()
+            case _:
+                assert_never(event)
+
+    def _model_event(self, event: ModelEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self._text_arrived(text)
+            case ThinkingDelta():
+                if self._live is None:
+                    self._spin("thinking…")
+            case ToolCallDelta(name=name):
+                if name:
+                    self._spin(f"preparing {name}…")
+            case _:
+                assert_never(event)
+
+    # ------------------------------------------------------------------ spinner and live text
+
+    def _spin(self, label: str) -> None:
+        if not self._spinning or self._asking:
+            return
+        self._stop_live()
+        if self._status is None:
+            self._status = self.term.err.status(Text(label, style="dim"), spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(Text(label, style="dim"))
+
+    def _stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def pause(self) -> None:
+        """Stop the spinner and the live answer (before asking a question)."""
+        self._stop_spinner()
+        self._stop_live()
+
+    def _text_arrived(self, text: str) -> None:
+        self._text += text
+        if not self._live_answer:
+            return
+        from rich.markdown import Markdown  # markdown-it and pygments: only on a terminal
+
+        self._stop_spinner()
+        if self._live is None:
+            self._live = Live(
+                Markdown(self._text), console=self.term.out, refresh_per_second=8, vertical_overflow="visible"
+            )
+            self._live.start()
+        else:
+            self._live.update(Markdown(self._text))
+
+    def _response_done(self, response: ModelResponse) -> None:
+        streamed = self._live is not None
+        self.pause()
+        text = response.refusal or response.text
+        self._text = ""
+        if self._live_answer:
+            if text.strip() and not streamed:  # a plain (not streamed) response: show it whole
+                from rich.markdown import Markdown
+
+                self.term.out.print(Markdown(text))
+            return
+        self._hand_over(text, answer=not response.tool_calls)
+
+    def _hand_over(self, text: str, *, answer: bool) -> None:
+        """Give text held back (piped output) to its stream: the answer to stdout, the rest to stderr."""
+        if not text.strip():
+            return
+        if answer and self.show_answer:
+            self.term.answer(text if text.endswith("\n") else text + "\n")
+        elif not answer:
+            self.term.note(_one_line(text))
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _call_done(self, call: ToolCallMessage) -> None:
+        if self._asking:  # other calls of the batch finish while a question is on screen
+            self._held.append(call)
+            return
+        if call.tool_call_id in self._shown:
+            return
+        self._shown.add(call.tool_call_id)
+        self._stop_spinner()
+        if self.term.quiet:
+            return
+        if not self.term.err_live:
+            self.term.note(f"tool {call_text(call.tool_name, dict(call.arguments))} -> {outcome_text(call)}", "")
+            return
+        line = Text("⚙ ", style="yellow")
+        line.append(call.tool_name, style="bold yellow")
+        line.append(f"({clip(arguments_text(call.arguments), ARGUMENT_CHARS)})", style="yellow")
+        mark, style = ("✓", "green") if call.ok else ("✗", "red")
+        outcome = Text(f"  {mark} ", style=style)
+        outcome.append(outcome_text(call), style="dim" if call.ok else style)
+        self.term.note(Text("\n").join([line, outcome]), "")
+
+    def _reached(self, tool_call_id: str) -> asyncio.Event:
+        return self._requests.setdefault(tool_call_id, asyncio.Event())
+
+    async def begin_question(self, request: ApprovalRequest) -> None:
+        """Show a call that waits for approval, its arguments in full, once everything that came
+        before its request is on screen; other output waits until :meth:`end_question`."""
+        try:
+            await asyncio.wait_for(self._reached(request.tool_call_id).wait(), QUESTION_SYNC_SECONDS)
+        except TimeoutError:
+            pass  # the request event did not come through the stream: ask anyway
+        self.pause()
+        self._asking = True
+        line = Text("? ", style="bold magenta")
+        line.append(f"{request.tool_name}", style="bold")
+        line.append(f"({arguments_text(request.arguments)})")
+        line.append(" needs approval", style="magenta")
+        self.term.show(line)
+
+    def end_question(self) -> None:
+        """Show what finished while the question was on screen."""
+        self._asking = False
+        held, self._held = self._held, []
+        for call in held:
+            self._call_done(call)
+
+    def close(self) -> None:
+        """Stop everything live; text of a response cut short (cancelled, failed) goes to stderr."""
+        self.end_question()
+        self.pause()
+        text, self._text = self._text, ""
+        if not self._live_answer:
+            self._hand_over(text, answer=False)
