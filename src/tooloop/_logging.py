@@ -46,9 +46,18 @@ def model_logger(provider: str) -> logging.Logger:
     return logger
 
 
-def install_handler(level: str | int, stream: TextIO | None = None) -> logging.Handler:
-    """Print ``tooloop`` logs at ``level`` or above to ``stream`` (stderr), replacing an earlier one."""
+def install_handler(level: str | int | None, stream: TextIO | None = None) -> logging.Handler | None:
+    """Print ``tooloop`` logs at ``level`` or above to ``stream`` (stderr), replacing an earlier one.
+
+    ``level=None`` removes the handler and gives the ``tooloop`` logger its default level back.
+    """
     global _handler
+    if level is None:
+        if _handler is not None:
+            ROOT.removeHandler(_handler)
+            _handler = None
+        ROOT.setLevel(logging.NOTSET)
+        return None
     if isinstance(level, str):
         if level.strip().lower() not in _LEVELS:
             raise ValueError(f"unknown log level {level!r}: use one of {', '.join(_LEVELS)}")

@@ -473,6 +473,21 @@ class ToolCallMessage:
         """True when the model is told the call failed (error, denied or cancelled)."""
         return self.status in (ToolCallStatus.ERROR, ToolCallStatus.DENIED, ToolCallStatus.CANCELLED)
 
+    def __repr__(self) -> str:
+        parts = [
+            f"tool_name={self.tool_name!r}",
+            f"arguments={dict(self.arguments)!r}",
+            f"status={self.status.value!r}",
+        ]
+        if self.status is ToolCallStatus.OK:
+            parts.append(f"result={self.result!r}")
+        elif self.status.finished:
+            parts.append(f"content={self.content!r}")
+        parts.append(f"tool_call_id={self.tool_call_id!r}")
+        if self.message:
+            parts.append(f"message={self.message!r}")
+        return f"ToolCallMessage({', '.join(parts)})"
+
     def __str__(self) -> str:
         if self.is_error:
             return f"Tool call: {self.tool_name}({dict(self.arguments)}) -> {self.status.upper()}: {self.content}"

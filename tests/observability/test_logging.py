@@ -109,6 +109,7 @@ async def test_a_failed_request_is_logged_and_no_key_or_header_ever_is(
 ) -> None:
     content_logging(True)
     caplog.set_level(logging.DEBUG)  # every logger, the SDK's and httpx's included
+    caplog.set_level(logging.DEBUG, logger="tooloop")
     wire.queue(
         plain(
             completion(
@@ -184,3 +185,22 @@ def test_a_bad_tooloop_log_value_says_so_and_logs_nothing() -> None:
         done.stderr.strip()
         == "tooloop: TOOLOOP_LOG='loud' is not one of debug, info, warning, error; logging stays off"
     )
+
+
+def test_configure_logging_installs_and_removes_its_handler(content_logging: Callable[[bool], None]) -> None:
+    import io
+
+    from tooloop.telemetry import configure_logging
+
+    root = logging.getLogger("tooloop")
+    out = io.StringIO()
+    handler = configure_logging("info", stream=out)
+    try:
+        assert handler in root.handlers and root.level == logging.INFO
+        Agent("test:echo").run_sync("hi")
+        assert " INFO  tooloop.loop: run " in out.getvalue()
+    finally:
+        assert configure_logging(None) is None
+    assert handler not in root.handlers and root.level == logging.NOTSET
+    with pytest.raises(ValueError, match="unknown log level 'loud'"):
+        configure_logging("loud")

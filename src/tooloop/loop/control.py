@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage
 from ..models.base import ModelRequest
+from ..models.payloads import PayloadListener
 from ..transcript import Transcript
 
 __all__ = ["Hook", "Hooks", "LoopControl", "StepContext"]
@@ -83,6 +84,10 @@ class Hooks:
     """Before each tool call runs (after approval)."""
     after_tool_call: Hook | None = None
     """After each tool call has its outcome."""
+    on_provider_payload: PayloadListener | None = None
+    """Receives the exact JSON each request sends to the provider and the JSON it gets back (a
+    :class:`~tooloop.models.payloads.ProviderPayload`, credentials redacted). Only watches: its
+    return value is ignored. Models that are not provider adapters (the test models) send none."""
 
 
 async def call_hook(hook: Hook | None, context: StepContext) -> LoopControl:

@@ -14,6 +14,10 @@ from ..transcript import Transcript
 __all__ = ["ApprovalDecision", "ApprovalRequest", "RunResult", "arguments_digest"]
 
 
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
 def arguments_digest(tool_call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> str:
     """A hash binding a decision to one call and the exact arguments a person reviewed."""
     canonical = json.dumps(
@@ -115,7 +119,19 @@ class RunResult:
     error: BaseException | None = None
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     start: int = 0
+
     """Index in ``transcript`` of this run's first message."""
+
+    def __repr__(self) -> str:
+        parts = [f"stop_reason={self.stop_reason.value!r}", f"text={_short(self.text)}"]
+        if self.output is not None:
+            parts.append(f"output={self.output!r}")
+        if self.error is not None:
+            parts.append(f"error={self.error!r}")
+        if self.pending_approvals:
+            parts.append(f"pending_approvals={list(self.pending_approvals)!r}")
+        parts.append(f"tool_calls={len(self.tool_calls)}, messages={len(self.transcript)}, usage={self.usage!r}")
+        return f"RunResult({', '.join(parts)})"
 
     @property
     def text(self) -> str:

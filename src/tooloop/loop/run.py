@@ -35,6 +35,7 @@ from ..messages import (
     UserMessage,
 )
 from ..models.base import ModelRequest, ToolChoice
+from ..models.payloads import listen
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
 from ..transcript import Transcript
@@ -339,14 +340,22 @@ class Run:
 
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
         """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
-        try:
-            response = await respond(self.model, request, handler)
-        except ContextLengthError as exc:
-            response = await self._request_smaller(request, handler, exc)
+        watcher = self.config.hooks.on_provider_payload
+        if watcher is None:
+            response = await self._ask(request, handler)
+        else:
+            with listen(watcher):  # the payloads of this request (and a smaller retry) go to the hook
+                response = await self._ask(request, handler)
         usage = response.usage
         if usage.cost is None and self.provider in PRICED_PROVIDERS:
             response = replace(response, usage=priced(usage, self.provider, response.model or self.model.name))
         return response
+
+    async def _ask(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        try:
+            return await respond(self.model, request, handler)
+        except ContextLengthError as exc:
+            return await self._request_smaller(request, handler, exc)
 
     async def _request_smaller(
         self, request: ModelRequest, handler: Any, overflow: ContextLengthError

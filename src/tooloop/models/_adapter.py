@@ -11,6 +11,7 @@ without leaking the key, and the default idle timeout.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
 from ..errors import ConfigurationError, ProviderError
@@ -19,6 +20,7 @@ from ..messages import ModelResponse
 from ._errors import connection_error, timeout_error
 from ._per_loop import ClientModel, PerLoop
 from .base import ModelRequest, ModelSettings
+from .payloads import listening, report, tap
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "ProviderModel", "check_retries", "root_cause"]
 
@@ -82,6 +84,20 @@ class ProviderModel(ClientModel, ABC):
             raise
         except Exception as exc:
             self._fail(exc, self._attempts)
+
+    def _sent(self, body: Any) -> None:
+        """Show the request body to a payload listener (see :mod:`.payloads`)."""
+        report("request", self.provider, self._name, body, secret=self._secret)
+
+    def _received(self, data: Any) -> None:
+        """Show a plain response's body to a payload listener."""
+        report("response", self.provider, self._name, data, secret=self._secret)
+
+    def _tapped(self, chunks: AsyncIterator[Any], convert: Callable[[Any], Any] | None = None) -> AsyncIterator[Any]:
+        """``chunks``, shown to a payload listener once the stream ends (unchanged when nobody listens)."""
+        if not listening():
+            return chunks
+        return tap(chunks, self.provider, self._name, self._secret, convert)
 
     def _wants_stream(self, settings: ModelSettings, on_event: EventHandler | None) -> bool:
         return settings.stream if settings.stream is not None else on_event is not None

@@ -170,6 +170,8 @@ class AnthropicModel(ProviderModel):
         # in extra_body, so fields an SDK version does not list (or no longer lists) still reach the API.
         model, max_tokens, messages = body.pop("model"), body.pop("max_tokens"), body.pop("messages")
         extra_body = {**body, **settings.extra}
+        sent = {"model": model, "max_tokens": max_tokens, "messages": messages, **extra_body}
+        self._sent({**sent, "stream": True} if stream else sent)
         if stream:
             return await self._stream(model, max_tokens, messages, extra_body, on_event, output_tool)
         timeout = None
@@ -178,7 +180,9 @@ class AnthropicModel(ProviderModel):
         raw = await self._clients.get().messages.with_raw_response.create(
             model=model, max_tokens=max_tokens, messages=messages, extra_body=extra_body, timeout=timeout or NOT_GIVEN
         )
-        return parse_message(json.loads(await raw.read()), output_tool)
+        data = json.loads(await raw.read())
+        self._received(data)
+        return parse_message(data, output_tool)
 
     async def _stream(
         self,
@@ -194,7 +198,8 @@ class AnthropicModel(ProviderModel):
         )
         response = raw.http_response
         try:
-            return await read_stream(AsyncStream.raw_events(response), on_event, output_tool)
+            events = self._tapped(AsyncStream.raw_events(response), _sse_json)
+            return await read_stream(events, on_event, output_tool)
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
@@ -224,6 +229,13 @@ class AnthropicModel(ProviderModel):
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return ModelResponseError(f"Anthropic answered something unreadable: {exc}", provider=self.provider)
         return None
+
+
+def _sse_json(sse: Any) -> Any:
+    try:
+        return {"event": sse.event, "data": json.loads(sse.data)}
+    except ValueError:
+        return {"event": sse.event, "data": sse.data}
 
 
 async def _close(client: AsyncAnthropic) -> None:

@@ -79,6 +79,16 @@ class ModelRequest:
     output: OutputSchema | None = None
     tool_choice: ToolChoice = "auto"
 
+    def __repr__(self) -> str:
+        parts = [f"messages={list(self.messages)!r}", f"tools={[t.name for t in self.tools]!r}"]
+        if self.settings != ModelSettings():
+            parts.append(f"settings={self.settings!r}")
+        if self.output is not None:
+            parts.append(f"output={self.output.name!r}")
+        if self.tool_choice != "auto":
+            parts.append(f"tool_choice={self.tool_choice!r}")
+        return f"ModelRequest({', '.join(parts)})"
+
 
 @runtime_checkable
 class Model(Protocol):

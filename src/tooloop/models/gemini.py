@@ -189,11 +189,14 @@ class GeminiModel(ProviderModel):
         reader: _Reader,
     ) -> ModelResponse:
         models = self._clients.get().aio.models
+        self._sent({"model": self._name, "contents": contents, "config": config})
         if not stream:
-            reader.add(await models.generate_content(model=self._name, contents=contents, config=config))
+            response = await models.generate_content(model=self._name, contents=contents, config=config)
+            self._received(response)
+            reader.add(response)
             return reader.finish(streamed=False)
         chunks = await models.generate_content_stream(model=self._name, contents=contents, config=config)
-        async for chunk in chunks:
+        async for chunk in self._tapped(chunks):
             reader.add(chunk)
         return reader.finish(streamed=True)
 

@@ -236,17 +236,21 @@ class OpenAIChatModel(ProviderModel):
         body = self._body(request, settings)
         if stream:
             return await self._stream(body, on_event)
+        self._sent(body)
         if self._lean is not None:
-            return parse_completion(await self._lean.post_json(_PATH, body), self.provider)
-        data = await self._clients.get().post(_PATH, body=body, cast_to=object)
-        if isinstance(data, str):  # the server did not say application/json
-            data = json.loads(data)
+            data = await self._lean.post_json(_PATH, body)
+        else:
+            data = await self._clients.get().post(_PATH, body=body, cast_to=object)
+            if isinstance(data, str):  # the server did not say application/json
+                data = json.loads(data)
+        self._received(data)
         return parse_completion(data, self.provider)
 
     async def _stream(self, body: dict[str, Any], on_event: EventHandler | None) -> ModelResponse:
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
+        self._sent(body)
         chunks: ChunkStream | LeanChunks
         if self._lean is not None:
             chunks = await self._lean.stream_json(_PATH, body)
@@ -258,7 +262,7 @@ class OpenAIChatModel(ProviderModel):
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
-            async for chunk in chunks:
+            async for chunk in self._tapped(aiter(chunks)):
                 feed(chunk)
         except ProviderError:
             raise

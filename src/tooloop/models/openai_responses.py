@@ -132,11 +132,14 @@ class OpenAIResponsesModel(ProviderModel):
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
         params = self._params(request, settings)
+        self._sent({**params, "stream": True} if stream else params)
         if not stream:
-            return _read(await self._clients.get().responses.create(**params))
+            response = await self._clients.get().responses.create(**params)
+            self._received(response)
+            return _read(response)
         events = await self._clients.get().responses.create(**params, stream=True)
         try:
-            return await _Streamer(on_event).run(events)
+            return await _Streamer(on_event).run(self._tapped(events))
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made

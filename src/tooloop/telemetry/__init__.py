@@ -25,12 +25,12 @@ __all__ = ["OpenTelemetry", "configure_logging", "instrument", "set_log_content"
 
 
 def configure_logging(
-    level: str | int = "info", *, content: bool | None = None, stream: TextIO | None = None
-) -> logging.Handler:
+    level: str | int | None = "info", *, content: bool | None = None, stream: TextIO | None = None
+) -> logging.Handler | None:
     """Print ``tooloop`` logs at ``level`` to ``stream`` (stderr) in a readable form.
 
     ``content=True`` also logs message contents at debug level; keys and headers never are.
-    Returns the handler, so an application can remove it again.
+    ``level=None`` removes the handler again. Returns the handler.
     """
     if content is not None:
         set_log_content(content)

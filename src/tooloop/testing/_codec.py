@@ -8,7 +8,6 @@ thinking, refusal, provider data).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import fields
 from decimal import Decimal
@@ -17,42 +16,9 @@ from typing import Any
 from .._json import to_jsonable
 from ..events import ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ToolCall, Usage
+from ..models._secrets import scrub_json
 from ..models.base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..transcript import message_to_dict, thinking_from_dict, thinking_to_dict
-
-REDACTED = "<redacted>"
-"""What a scrubbed secret is replaced with in a cassette file."""
-
-_SECRET_WORDS = frozenset(
-    {"apikey", "authorization", "token", "secret", "password", "passwd", "cookie", "credential", "credentials"}
-)
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def looks_secret(key: str) -> bool:
-    """True when a mapping key names a credential (``api_key``, ``Authorization``, ``x-api-key``...).
-
-    Words are compared whole, so ``max_tokens`` or ``input_tokens`` are kept while ``token``,
-    ``access_token`` or ``x-goog-api-key`` are scrubbed.
-    """
-    lowered = key.lower()
-    if "apikey" in lowered.replace("-", "").replace("_", ""):
-        return True
-    return any(word in _SECRET_WORDS for word in _WORD.findall(lowered))
-
-
-def scrub(value: Any) -> Any:
-    """A copy of a JSON-compatible ``value`` with every secret-looking key's value redacted.
-
-    Strings that carry a bearer token (``"Bearer ..."``) are redacted wherever they are.
-    """
-    if isinstance(value, Mapping):
-        return {key: REDACTED if looks_secret(str(key)) else scrub(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [scrub(item) for item in value]
-    if isinstance(value, str) and value[:7].lower() == "bearer ":
-        return REDACTED
-    return value
 
 
 def request_to_dict(request: ModelRequest) -> dict[str, Any]:
@@ -61,7 +27,7 @@ def request_to_dict(request: ModelRequest) -> dict[str, Any]:
     for message in request.messages:
         data = message_to_dict(message)
         if "provider_data" in data:
-            data["provider_data"] = scrub(data["provider_data"])
+            data["provider_data"] = scrub_json(data["provider_data"])
         messages.append(data)
     return {
         "messages": messages,
@@ -89,7 +55,7 @@ def _settings_to_dict(settings: ModelSettings) -> dict[str, Any]:
         value = getattr(settings, f.name)
         if f.name == "extra":
             if value:
-                data["extra"] = scrub(to_jsonable(value))
+                data["extra"] = scrub_json(to_jsonable(value))
         elif value is not None:
             data[f.name] = to_jsonable(value)
     return data
@@ -121,7 +87,7 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
     if response.model is not None:
         data["model"] = response.model
     if response.provider_data:
-        data["provider_data"] = scrub(to_jsonable(response.provider_data))
+        data["provider_data"] = scrub_json(to_jsonable(response.provider_data))
     return data
 
 
@@ -142,7 +108,7 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
     # Arguments stay what the model produced: raw JSON text stays a string, a dict stays an object.
     data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": to_jsonable(call.arguments)}
     if call.provider_data:
-        data["provider_data"] = scrub(to_jsonable(call.provider_data))
+        data["provider_data"] = scrub_json(to_jsonable(call.provider_data))
     return data
 
 
