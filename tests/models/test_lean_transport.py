@@ -247,3 +247,17 @@ async def test_both_transports_retry_a_429_then_give_the_same_error(
     assert [r.headers["x-stainless-retry-count"] for r in wire.requests] == ["0", "1"]
     assert info.value.retry_after == pytest.approx(0.005)
     assert "Rate limit reached" in str(info.value)
+
+
+async def test_a_model_dropped_without_aclose_closes_its_idle_connections(wire: WireServer) -> None:
+    import gc
+    import warnings
+
+    wire.queue(plain(completion({"role": "assistant", "content": "hi"})))
+    model = get_model("openai-compatible:m", base_url=wire.url, api_key="k", max_retries=0)
+    assert (await model.respond(ModelRequest([UserMessage("hi")]))).text == "hi"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del model
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

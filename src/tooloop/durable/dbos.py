@@ -32,6 +32,7 @@ from ..agent import Agent
 from ..errors import ConfigurationError, ConflictError, ProviderError, ToolloopError
 from ..events import Event, TextDelta, ThinkingDelta
 from ..loop.result import ApprovalDecision
+from ..store.journal import SessionLease
 from ._wire import TurnOutcome, event_to_dict, turn_workflow_id
 
 __all__ = ["EVENTS_STREAM", "TURN_WORKFLOW", "DurableAgents", "DurableClient", "TurnHandle"]
@@ -134,6 +135,9 @@ class DurableAgents:
 
     Every worker registers the same agents under the same names before :meth:`launch`; each
     agent needs a store (``Agent(..., store="postgresql://...")``) that every worker reaches.
+    An agent without a :class:`~tooloop.store.SessionLease` gets one (``lease_ttl`` seconds), so
+    an attempt of a turn owns its session until its last write: a resumed attempt waits for a
+    cancelled one to finish writing, and a recovered one for a dead worker's lease to expire.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class DurableAgents:
         global_concurrency: int | None = None,
         max_attempts: int = 3,
         polling_interval: float = 0.5,
+        lease_ttl: float = 15.0,
     ):
         for name, value in (("worker_concurrency", worker_concurrency), ("global_concurrency", global_concurrency)):
             if value is not None and (type(value) is not int or value < 1):
@@ -155,6 +160,7 @@ class DurableAgents:
         self.global_concurrency = global_concurrency
         self.max_attempts = max_attempts
         self.polling_interval = polling_interval
+        self.lease = SessionLease(ttl=lease_ttl, wait=2 * lease_ttl + 5)
         self._launched = False
         self._executor_id = ""
         self._database = ""
@@ -169,6 +175,10 @@ class DurableAgents:
                 f"agent {name!r} has no store: durable turns keep the conversation in the store, "
                 "so build it with Agent(..., store='postgresql://...') reachable by every worker"
             )
+        if agent._options.lease is None:
+            # An attempt of a turn owns its session until its last write: a resumed or recovered
+            # attempt waits for a cancelled one to finish writing, or for a dead one's lease to expire.
+            agent = agent._copy(lease=self.lease)
         _AGENTS[name] = agent
 
     async def launch(

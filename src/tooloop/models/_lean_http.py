@@ -189,6 +189,15 @@ class Pool:
         else:
             conn[1].close()
 
+    def __del__(self) -> None:
+        # A model dropped without aclose(): close its sockets now (closing a transport needs no
+        # await), instead of leaving each to warn "unclosed" when it is collected.
+        for _, writer in self._idle:
+            try:
+                writer.close()
+            except RuntimeError:  # its event loop is already closed, and with it the socket
+                pass
+
     async def aclose(self) -> None:
         """Close every idle connection."""
         idle, self._idle = self._idle, []
