@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from .._deadline import deadline
+
 __all__ = ["ConnectTimeout", "Endpoint", "Pool", "ReadTimeout", "Response", "TransportError", "sse_events"]
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -160,7 +162,7 @@ class Pool:
         try:
             if self.read_timeout is None:
                 return await step  # type: ignore[misc, no-any-return]
-            async with asyncio.timeout(self.read_timeout):
+            with deadline(self.read_timeout):
                 return await step  # type: ignore[misc, no-any-return]
         except TimeoutError:
             raise ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s") from None

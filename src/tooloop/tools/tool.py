@@ -101,6 +101,7 @@ class Tool:
     args_model: type[BaseModel] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
     _limiter: Limiter | None = field(init=False, default=None, repr=False, compare=False)
+    _is_async: bool = field(init=False, default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_tool_name(self.name)
@@ -114,6 +115,7 @@ class Tool:
             require(getattr(self, flag), bool, f"{flag} of {where}", "pass True or False")
         if self.max_concurrency is not None:
             object.__setattr__(self, "_limiter", Limiter(self.max_concurrency))
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
 
     @property
     def definition(self) -> ToolDefinition:
@@ -123,7 +125,7 @@ class Tool:
     @property
     def is_async(self) -> bool:
         """True when the function is a coroutine function (runs on the event loop, not a thread)."""
-        return inspect.iscoroutinefunction(self.function)
+        return self._is_async
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments for the function; raises :class:`ToolArgumentsError`.
