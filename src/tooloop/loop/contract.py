@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from types import CoroutineType
 
 from ..errors import ModelContractError
 from ..events import EventHandler
@@ -19,7 +20,7 @@ async def respond(model: Model, request: ModelRequest, on_event: EventHandler | 
     """``model.respond(request, on_event)``, raising :class:`ModelContractError` when the answer
     breaks the contract (not awaitable, not a ``ModelResponse``, a malformed ``ToolCall``)."""
     pending = model.respond(request, on_event)
-    if not inspect.isawaitable(pending):
+    if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
         raise ModelContractError(f"{_name(model)}.respond returned {pending!r}, not an awaitable: {_CONTRACT}")
     response = await pending
     if not isinstance(response, ModelResponse):

@@ -74,20 +74,31 @@ class Endpoint:
 class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
-    __slots__ = ("_conn", "_decoder", "_framing", "_length", "_pool", "_reusable", "headers", "status")
+    __slots__ = ("_conn", "_decoder", "_framing", "_head", "_headers", "_length", "_pool", "_reusable", "status")
 
-    def __init__(self, pool: Pool, conn: _Conn, status: int, headers: dict[str, str]) -> None:
-        self.status = status
-        self.headers = headers
+    def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
+        # Only the framing is read now (from the lowercased head, without splitting it into
+        # lines); the header dict is built when someone asks for it (an error, a retry).
+        self.status = _status(head)
+        self._head = head
+        self._headers: dict[str, str] | None = None
         self._pool = pool
         self._conn: _Conn | None = conn
-        self._reusable = headers.get("connection", "").lower() != "close"
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = headers.get("content-length")
+        lowered = head.lower()
+        self._reusable = b"close" not in (_value(lowered, b"\r\nconnection:") or b"")
+        chunked = b"chunked" in (_value(lowered, b"\r\ntransfer-encoding:") or b"")
+        length = _value(lowered, b"\r\ncontent-length:")
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
-        self._length = int(length) if length is not None and not chunked else -1
-        encoding = headers.get("content-encoding", "").lower()
-        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in ("gzip", "deflate") else None
+        self._length = _content_length(length) if length is not None and not chunked else -1
+        encoding = _value(lowered, b"\r\ncontent-encoding:")
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The response headers, names lowercased (repeated headers joined with ``", "``)."""
+        if self._headers is None:
+            self._headers = _parse_headers(self._head)
+        return self._headers
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool)."""
@@ -228,8 +239,7 @@ class Pool:
             if len(body) >= 65536:
                 writer.write(body)
                 await writer.drain()
-            raw = await self.timed(reader.readuntil(b"\r\n\r\n"))
-            response = Response(self, conn, *_parse_head(raw))
+            response = Response(self, conn, await self.timed(reader.readuntil(b"\r\n\r\n")))
         except TransportError as exc:
             writer.close()
             if not fresh and _nothing_received(exc):
@@ -254,11 +264,39 @@ class _Stale(Exception):
     """A reused keep-alive connection turned out to be closed before any answer came."""
 
 
-def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
+def _status(head: bytes) -> int:
+    """The status code of a response head (``HTTP/1.1 200 OK\\r\\n...``)."""
+    code = head[9:12]
+    if head[:5] != b"HTTP/" or head[8:9] != b" " or not code.isdigit() or head[12:13] not in (b" ", b"\r"):
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = line.split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise TransportError(f"not an HTTP response: {line[:80]!r}")
+        return int(parts[1])
+    return int(code)
+
+
+def _value(lowered: bytes, name: bytes) -> bytes | None:
+    """The (first) value of header ``name`` (given as ``\\r\\nname:``) in a lowercased head."""
+    start = lowered.find(name)
+    if start < 0:
+        return None
+    start += len(name)
+    return lowered[start : lowered.find(b"\r\n", start)].strip()
+
+
+def _content_length(value: bytes) -> int:
+    try:
+        length = int(value)
+    except ValueError:
+        raise TransportError(f"bad content-length {value[:40]!r}") from None
+    if length < 0:
+        raise TransportError(f"bad content-length {value[:40]!r}")
+    return length
+
+
+def _parse_headers(raw: bytes) -> dict[str, str]:
     lines = raw.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise TransportError(f"not an HTTP response: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
@@ -266,7 +304,7 @@ def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
             key = name.strip().lower()
             value = value.strip()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return int(parts[1]), headers
+    return headers
 
 
 async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:

@@ -341,7 +341,7 @@ class OpenAIChatModel(ProviderModel):
         return body
 
     def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
-        if tools is not self._tools_in:  # the loop sends the same tuple every turn
+        if tools != self._tools_in:  # the same definitions every turn (compared by identity first)
             self._tools_out = [_tool(t) for t in tools]
             self._tools_in = tools
         return self._tools_out
