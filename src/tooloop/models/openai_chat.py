@@ -416,7 +416,7 @@ def _assistant_text(message: AssistantMessage) -> str:
 def _arguments(call: ToolCallMessage, raw: bool) -> str:
     if call.raw_arguments is not None:
         return call.raw_arguments if raw else "{}"
-    return json.dumps(call.arguments, ensure_ascii=False, default=_json_default)
+    return _ARGUMENTS.encode(call.arguments)
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -457,3 +457,7 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+"""Arguments as ``json.dumps`` writes them; one encoder, since every request encodes every call again."""

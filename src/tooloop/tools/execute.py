@@ -80,7 +80,8 @@ async def _together(group: Sequence[T], run_one: Callable[[T], Awaitable[None]],
         return
     tasks = [asyncio.ensure_future(run_one(item)) for item in group]
     try:
-        await asyncio.gather(*tasks)
+        for task in tasks:  # like gather (run_one records its own failures) without its futures
+            await task
     finally:
         for task in tasks:
             if not task.done():
