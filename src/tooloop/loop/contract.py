@@ -31,6 +31,8 @@ async def respond(model: Model, request: ModelRequest, on_event: EventHandler | 
 
 
 def _check_call(model: Model, call: object) -> None:
+    if type(call) is ToolCall and type(call.arguments) in _PLAIN_ARGUMENTS and type(call.id) is type(call.name) is str:
+        return  # the usual case, without the slower checks below
     if not isinstance(call, ToolCall):
         raise ModelContractError(
             f"{_name(model)} returned a tool call {call!r}; ModelResponse.tool_calls holds ToolCall values"
@@ -44,6 +46,9 @@ def _check_call(model: Model, call: object) -> None:
         raise ModelContractError(
             f"{_name(model)} returned ToolCall(id={call.id!r}, name={call.name!r}); the id and the name must be strings"
         )
+
+
+_PLAIN_ARGUMENTS = (str, dict)
 
 
 def _name(model: Model) -> str:
