@@ -489,5 +489,5 @@ def _json_default(value: Any) -> Any:
 
 
 _ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
-_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_string: Callable[[str], str] = json.encoder.encode_basestring
 """Arguments as ``json.dumps`` writes them; one encoder, since every request encodes every call again."""
