@@ -25,7 +25,6 @@ import platform
 import random
 import re
 import sys
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -632,7 +631,7 @@ class _Reader:
 
     def _call(self, call: dict[str, Any], signature: str | None) -> None:
         native = call.get("id")
-        call_id = native or f"call_{uuid.uuid4().hex[:24]}"
+        call_id = native or f"call_{os.urandom(12).hex()}"
         if native:
             self.native_ids.append(native)
         if signature:
