@@ -2,15 +2,15 @@
 
 Both paths end in :func:`assemble`, so the same content gives the same :class:`ModelResponse`
 (text, tool calls, thinking, usage, stop reason) whether it was streamed or not. The stream is
-read event by event from the SDK's SSE decoder, parsing each event's JSON once; deltas become
-events only when somebody listens.
+read event by event as ``(event name, parsed data)`` pairs, whichever transport decoded them;
+deltas become events only when somebody listens.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
@@ -30,16 +30,6 @@ _STOP_REASONS = {
     "pause_turn": StopReason.PAUSE_TURN,
 }
 _REFUSED = "The model declined to answer (stop_reason 'refusal')."
-
-
-class ServerSentEvent(Protocol):
-    """What the SDK's SSE decoder yields."""
-
-    @property
-    def event(self) -> str | None: ...
-
-    @property
-    def data(self) -> str: ...
 
 
 def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
@@ -229,17 +219,14 @@ class _StreamState:
 
 
 async def read_stream(
-    events: AsyncIterator[ServerSentEvent],
+    events: AsyncIterator[tuple[str | None, Any]],
     on_event: EventHandler | None,
     output_tool: str | None = None,
 ) -> ModelResponse:
-    """Read a Messages API event stream to the end and return the complete response."""
+    """Read a Messages API event stream (``(event name, parsed data)`` pairs) to the end; the response."""
     state = _StreamState(on_event)
-    async for sse in events:
-        if not sse.data:
-            continue
-        data = json.loads(sse.data)
-        kind = data.get("type") or sse.event
+    async for name, data in events:
+        kind = data.get("type") or name
         if kind == "content_block_delta":
             state.delta(data)
         elif kind == "content_block_start":

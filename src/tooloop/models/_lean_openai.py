@@ -102,6 +102,8 @@ class LeanStatusError(Exception):
         self.status = status
         self.headers = headers
         self.body = error if error is not None else body  # the error object, as the SDK keeps it
+        self.document = body
+        """The whole body (parsed JSON, else its text), for APIs whose SDK keeps all of it."""
         self.message = message
 
 
@@ -148,6 +150,10 @@ class LeanOpenAI:
         """Send ``body``; the parsed JSON answer."""
         response = await self._send(path, dumps(body))
         return loads(await self._read(response))
+
+    async def post(self, path: str, body: Any) -> Response:
+        """Send ``body`` (retrying as the SDK does); the successful response, its body not yet read."""
+        return await self._send(path, dumps(body))
 
     async def stream_json(self, path: str, body: Any) -> LeanChunks:
         """Send ``body`` (retrying as the SDK does); the JSON events of the SSE answer, up to ``[DONE]``."""

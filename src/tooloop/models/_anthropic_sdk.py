@@ -1,0 +1,119 @@
+"""The Anthropic adapter's SDK path: ``AsyncAnthropic`` clients, their raw answers, their errors.
+
+Imported only when a model uses the SDK's own pipeline (``transport="sdk"``, a ``client`` you pass,
+or a proxy configured for the URL), so the lean path never loads the ``anthropic`` package.
+
+Only the three required fields go through the SDK method's signature; the rest of the body rides
+in ``extra_body``, so fields an SDK version does not list (or no longer lists) still reach the API.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
+
+__all__ = [
+    "SdkEvents",
+    "SdkFailure",
+    "client_factory",
+    "client_limits",
+    "close_client",
+    "open_stream",
+    "post_plain",
+    "sdk_failure",
+]
+
+
+def client_factory(
+    key: str, base_url: str | None, max_retries: int, idle: float, connect: float, headers: Mapping[str, str] | None
+) -> Callable[[], AsyncAnthropic]:
+    """Makes the ``AsyncAnthropic`` clients of one model (one per event loop)."""
+    extra: dict[str, Any] = {"timeout": anthropic.Timeout(idle, connect=connect)}
+    if headers:
+        extra["default_headers"] = dict(headers)
+    return functools.partial(AsyncAnthropic, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+
+
+def client_limits(client: AsyncAnthropic) -> tuple[str | None, int, float | None]:
+    """A client's key, the requests one call may make (retries + 1) and its idle timeout."""
+    timeout = client.timeout
+    idle = timeout.read if isinstance(timeout, anthropic.Timeout) else timeout
+    return client.api_key, client.max_retries + 1, idle
+
+
+async def close_client(client: AsyncAnthropic) -> None:
+    """Close one SDK client's connections."""
+    await client.close()
+
+
+def _split(body: Mapping[str, Any]) -> tuple[str, int, Any, dict[str, Any]]:
+    rest = dict(body)
+    rest.pop("stream", None)
+    return rest.pop("model"), rest.pop("max_tokens"), rest.pop("messages"), rest
+
+
+async def post_plain(client: AsyncAnthropic, body: Mapping[str, Any], long_timeout: float | None) -> Any:
+    """Send a plain request; the answer's parsed JSON (``long_timeout``, if given, replaces the client's)."""
+    model, max_tokens, messages, rest = _split(body)
+    raw = await client.messages.with_raw_response.create(
+        model=model, max_tokens=max_tokens, messages=messages, extra_body=rest, timeout=long_timeout or NOT_GIVEN
+    )
+    return json.loads(await raw.read())
+
+
+async def open_stream(client: AsyncAnthropic, body: Mapping[str, Any]) -> SdkEvents:
+    """Send a streamed request; its events, read as they arrive."""
+    model, max_tokens, messages, rest = _split(body)
+    raw = await client.messages.with_raw_response.create(
+        model=model, max_tokens=max_tokens, messages=messages, stream=True, extra_body=rest
+    )
+    return SdkEvents(raw.http_response)
+
+
+class SdkEvents:
+    """The events of one SSE answer read by the SDK's decoder: ``(event name, parsed data)``."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[tuple[str | None, Any]]:
+        async for sse in AsyncStream.raw_events(self._response):
+            if sse.data:
+                yield sse.event, json.loads(sse.data)
+
+    async def close(self) -> None:
+        """Release the connection (read to the end or not)."""
+        await self._response.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class SdkFailure:
+    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
+
+    transport: str | None
+    status: int | None = None
+    message: str = ""
+    headers: Mapping[str, str] | None = None
+    body: object = None
+    unreadable: bool = False
+
+
+def sdk_failure(exc: Exception) -> SdkFailure | None:
+    """The failure an ``anthropic`` SDK (or ``httpx2``) exception reports; None for any other exception."""
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code if exc.status_code >= 300 else None  # < 300: an error event in a 200
+        return SdkFailure(None, status, str(exc), exc.response.headers, exc.body)
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return SdkFailure("timeout")
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
+        return SdkFailure("connection")
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return SdkFailure(None, message=str(exc), unreadable=True)
+    return None
