@@ -260,7 +260,62 @@ async def test_a_model_dropped_without_aclose_closes_its_idle_connections(wire: 
         warnings.simplefilter("always")
         del model
         gc.collect()
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+HELLO_STREAM = _sse(chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo!"}), chunk({}, "stop"))
+
+
+async def test_a_stream_with_a_content_length_gives_its_connection_back(make: Callable[..., OpenAIChatModel]) -> None:
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(HELLO_STREAM)
+        )
+        for i in range(0, len(HELLO_STREAM), 50):  # the body in pieces, [DONE] in the last
+            writer.write(HELLO_STREAM[i : i + 50])
+            await writer.drain()
+        return True
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        deltas: list[object] = []
+        for _ in range(3):
+            assert (await model.respond(REQUEST, deltas.append)).text == "Hello!"
+    assert server.connections == 1
+    assert len(deltas) == 6
+
+
+async def test_a_stream_left_open_after_done_ends_at_done_and_its_connection_is_not_reused(
+    make: Callable[..., OpenAIChatModel],
+) -> None:
+    release = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writers.append(writer)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n" % (len(HELLO_STREAM), HELLO_STREAM))
+        await writer.drain()
+        await release.wait()  # the body is not ended while the client waits
+        return False
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        for _ in range(2):  # the drain after [DONE] gives up after half a second, not the 120 s idle timeout
+            response = await asyncio.wait_for(model.respond(REQUEST, lambda event: None), 10)
+            assert response.text == "Hello!"
+        assert server.connections == 2
+        release.set()
+
+        async def closed() -> None:
+            while not all(writer.is_closing() for writer in writers):
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(closed(), 10)
 
 
 async def test_header_names_and_values_in_any_case_frame_the_body(make: Callable[..., OpenAIChatModel]) -> None:

@@ -24,7 +24,16 @@ from urllib.parse import urlsplit
 
 from .._deadline import deadline
 
-__all__ = ["ConnectTimeout", "Endpoint", "Pool", "ReadTimeout", "Response", "TransportError", "sse_events"]
+__all__ = [
+    "ConnectTimeout",
+    "Endpoint",
+    "Pool",
+    "ReadTimeout",
+    "Response",
+    "SSEDecoder",
+    "TransportError",
+    "sse_events",
+]
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _STALE = (ConnectionError, asyncio.IncompleteReadError, BrokenPipeError)
@@ -307,29 +316,54 @@ def _parse_headers(raw: bytes) -> dict[str, str]:
     return headers
 
 
+class SSEDecoder:
+    """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
+
+    Synchronous, so a reader takes every event of a piece in one go (a short answer usually
+    arrives in one piece). Lines end with LF or CRLF. Data not closed by a blank line when the
+    body ends is an incomplete event and is dropped, as the spec says.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""  # the start of an event whose blank line has not arrived
+
+    def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
+        """The events completed by ``piece``."""
+        buffer = self._buffer + piece if self._buffer else piece
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        out: list[tuple[str | None, bytes]] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block:  # the usual event: one data line
+                out.append((None, block[6:]))
+            elif block:
+                _event(block, out)
+        return out
+
+
+def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """The event of ``block`` (its lines, without the blank line that ended it), if it has data."""
+    name: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value.decode()
+    if data:
+        out.append((name, b"\n".join(data)))
+
+
 async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:
     """Server-sent events from body pieces: ``(event name or None, data)`` per event."""
-    buffer = b""
-    event: str | None = None
-    data: list[bytes] = []
+    decoder = SSEDecoder()
     async for piece in pieces:
-        buffer += piece
-        if b"\n" not in piece:
-            continue
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    yield event, b"\n".join(data)
-                event, data = None, []
-                continue
-            name, _, value = line.partition(b":")
-            if value.startswith(b" "):
-                value = value[1:]
-            if name == b"data":
-                data.append(value)
-            elif name == b"event":
-                event = value.decode()
-    # data not closed by a blank line at the end is an incomplete event: dropped, as the spec says
+        for event in decoder.feed(piece):
+            yield event
