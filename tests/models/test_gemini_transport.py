@@ -287,6 +287,8 @@ async def test_a_field_only_the_sdk_can_send_is_refused_on_the_lean_path(wire: W
     wire.queue(reply([{"text": "ok"}]))
     assert (await model(wire, transport="sdk").respond(request)).text == "ok"
     assert wire.requests[0].headers["x-trace"] == "t1"
+    with pytest.raises(ConfigurationError, match="'response_schema'"):  # a model's own settings: at once
+        model(wire, settings=ModelSettings(extra={"response_schema": {"type": "object"}}))
 
 
 # ---------------------------------------------------------------- retries and failures, both paths
