@@ -1,12 +1,24 @@
-"""Per-turn CPU cost of the Gemini adapter against the bare google-genai call it wraps.
+"""CPU per model turn: tooloop's Gemini adapter (lean and SDK transports), the bare google-genai call, the floor.
 
-A local server (in a child process, so its CPU is not counted) answers every request with the same
-Gemini response: a text answer plus a function call, as plain JSON or as an ``alt=sse`` stream.
-Both sides send the same conversation (12 messages with a tool batch, 3 tools); the bare call gets
-contents and config already in Gemini's shape, so the difference is what the adapter adds:
-converting the request, reading the response, emitting events.
+A scripted Gemini API server runs in a child process (so its CPU is not counted) and answers every
+request with the same turn: a text answer plus a signed function call, as plain JSON or as an
+``alt=sse`` stream of word-sized chunks. Every variant sends the same conversation (12 messages
+with tool batches, 3 tools):
 
-Run from the repository root: ``python bench/adapter_overhead_gemini.py [turns]``.
+* ``floor``: the request body already in Gemini's wire format, POSTed on a raw kept-alive socket
+  with orjson and the answer parsed with orjson (``bench/_floor_http.py``): what one Python
+  process minimally spends on this exchange;
+* ``bare SDK``: ``client.aio.models.generate_content(_stream)`` with contents and config already
+  in the SDK's shape;
+* ``adapter lean``: ``GeminiModel.respond`` on the default transport (converts the messages,
+  reads the answer, emits events when streamed);
+* ``adapter sdk``: the same with ``transport="sdk"``.
+
+The figure is the median CPU time per turn over several rounds; the ratios are to the floor.
+
+Run from the repository root::
+
+    python bench/adapter_overhead_gemini.py [turns_per_round] [rounds]
 """
 
 from __future__ import annotations
@@ -17,8 +29,14 @@ import multiprocessing
 import statistics
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE.parent), str(_HERE.parent / "src"), str(_HERE)]
+
+from tests.support.wire import Recorded, Reply, WireServer, json_reply  # noqa: E402
 
 MODEL = "gemini-2.5-flash"
 _PARTS = [
@@ -29,13 +47,6 @@ _PARTS = [
     },
 ]
 _USAGE = {"promptTokenCount": 400, "candidatesTokenCount": 40, "totalTokenCount": 440}
-_PLAIN = json.dumps(
-    {
-        "candidates": [{"content": {"role": "model", "parts": _PARTS}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": _USAGE,
-        "modelVersion": MODEL,
-    }
-).encode()
 _WORDS = "Let me check the weather in both cities for you , then compare them .".split()
 
 
@@ -48,30 +59,26 @@ def _event(parts: list[dict[str, Any]], final: bool = False) -> bytes:
     return f"data: {json.dumps(body)}\r\n\r\n".encode()
 
 
-_STREAM = b"".join([_event([{"text": w + " "}]) for w in _WORDS]) + _event(_PARTS[1:], final=True)
+_STREAM = [_event([{"text": w + " "}]) for w in _WORDS] + [_event(_PARTS[1:], final=True)]
+_PLAIN = {
+    "candidates": [{"content": {"role": "model", "parts": _PARTS}, "finishReason": "STOP", "index": 0}],
+    "usageMetadata": _USAGE,
+    "modelVersion": MODEL,
+}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        stream = "streamGenerateContent" in self.path
-        body = _STREAM if stream else _PLAIN
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream" if stream else "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def _reply(request: Recorded) -> Reply:
+    if "streamGenerateContent" in request.path:
+        return Reply(200, {"content-type": "text/event-stream"}, chunks=_STREAM)
+    return json_reply(_PLAIN)
 
 
-def _serve(port: Any) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    port.value = server.server_address[1]
-    server.serve_forever()
+def _serve(urls: Any, stop: Any) -> None:
+    server = WireServer().start()
+    server.queue(*([_reply] * 1_000_000))
+    urls.put(server.url)
+    stop.wait()
+    server.stop()
 
 
 def _request() -> Any:
@@ -97,64 +104,90 @@ def _request() -> Any:
     return ModelRequest(messages, tools)
 
 
-async def _measure(port: int, turns: int) -> dict[str, float]:
+async def _measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) -> float:
+    for _ in range(20):  # warm up connections and caches
+        await turn()
+    samples = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for _ in range(turns):
+            await turn()
+        samples.append((time.process_time() - start) / turns)
+    return statistics.median(samples)
+
+
+async def main(turns: int, rounds: int) -> None:
+    from _floor_http import FloorClient
+
     from tooloop.models._adapter import DEFAULT_TIMEOUT
-    from tooloop.models.gemini import GeminiModel, _client, _config, _contents
+    from tooloop.models._gemini_sdk import arguments, client_factory
+    from tooloop.models.gemini import GeminiModel
 
-    model = GeminiModel(MODEL, api_key="bench", base_url=f"http://127.0.0.1:{port}")
-    client = _client("bench", f"http://127.0.0.1:{port}", DEFAULT_TIMEOUT)  # the bare SDK, configured the same way
-    request = _request()
-    contents, system = _contents(request.messages, sign_foreign=False)
-    config = _config(request, request.settings, system, 2)
+    ctx = multiprocessing.get_context("spawn")
+    urls, stop = ctx.Queue(), ctx.Event()
+    child = ctx.Process(target=_serve, args=(urls, stop), daemon=True)
+    child.start()
+    url = urls.get(timeout=30)
+    try:
+        request = _request()
+        lean = GeminiModel(MODEL, api_key="bench", base_url=url)
+        sdk = GeminiModel(MODEL, api_key="bench", base_url=url, transport="sdk")
+        assert (lean.transport, sdk.transport) == ("lean", "sdk")
+        body = lean._body(request, request.settings)  # the wire body both transports send
+        client = client_factory("bench", url, DEFAULT_TIMEOUT, "600")()  # the bare SDK, configured the same way
+        args = arguments(body, {})
+        floor = FloorClient(url, {"x-goog-api-key": "bench", "content-type": "application/json"})
+        path = f"/v1beta/models/{MODEL}"
 
-    async def bare_plain() -> None:
-        await client.aio.models.generate_content(model=MODEL, contents=contents, config=config)  # type: ignore[arg-type]
-
-    async def bare_stream() -> None:
-        async for _ in await client.aio.models.generate_content_stream(model=MODEL, contents=contents, config=config):  # type: ignore[arg-type]
+        def listen(_: Any) -> None:
             pass
 
-    async def adapter_plain() -> None:
-        await model.respond(request)
+        async def floor_plain() -> None:
+            await floor.post(f"{path}:generateContent", body)
 
-    async def adapter_stream() -> None:
-        await model.respond(request, lambda event: None)
+        async def floor_stream() -> None:
+            await floor.post(f"{path}:streamGenerateContent?alt=sse", body)
 
-    results = {}
-    for name, run in [
-        ("bare plain", bare_plain),
-        ("adapter plain", adapter_plain),
-        ("bare stream", bare_stream),
-        ("adapter stream", adapter_stream),
-    ]:
-        for _ in range(20):
-            await run()
-        samples = []
-        for _ in range(turns):
-            start = time.process_time()
-            await run()
-            samples.append(time.process_time() - start)
-        results[name] = statistics.median(samples) * 1000
-    await model.aclose()
-    return results
+        async def bare_plain() -> None:
+            await client.aio.models.generate_content(model=MODEL, **args)
 
+        async def bare_stream() -> None:
+            async for _ in await client.aio.models.generate_content_stream(model=MODEL, **args):
+                pass
 
-def main() -> None:
-    turns = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    port = multiprocessing.Value("i", 0)
-    server = multiprocessing.Process(target=_serve, args=(port,), daemon=True)
-    server.start()
-    while port.value == 0:
-        time.sleep(0.01)
-    try:
-        results = asyncio.run(_measure(port.value, turns))
+        async def lean_plain() -> None:
+            await lean.respond(request)
+
+        async def lean_stream() -> None:
+            await lean.respond(request, listen)
+
+        async def sdk_plain() -> None:
+            await sdk.respond(request)
+
+        async def sdk_stream() -> None:
+            await sdk.respond(request, listen)
+
+        cases = {
+            "plain": (floor_plain, bare_plain, lean_plain, sdk_plain),
+            "stream": (floor_stream, bare_stream, lean_stream, sdk_stream),
+        }
+        for label, (raw, bare, ours, via_sdk) in cases.items():
+            figures = [await _measure(run, turns, rounds) for run in (raw, bare, ours, via_sdk)]
+            floor_cpu = figures[0]
+            row = "   ".join(
+                f"{name} {cpu * 1e6:6.0f} us ({cpu / floor_cpu:4.1f}x)"
+                for name, cpu in zip(("floor", "bare SDK", "adapter lean", "adapter sdk"), figures, strict=True)
+            )
+            print(f"{label:6}  {row}")
+        await floor.close()
+        await client.aio.aclose()
+        await lean.aclose()
+        await sdk.aclose()
     finally:
-        server.terminate()
-    for mode in ("plain", "stream"):
-        bare, ours = results[f"bare {mode}"], results[f"adapter {mode}"]
-        print(f"{mode:6}  bare SDK {bare:.3f} ms  adapter {ours:.3f} ms  overhead {100 * (ours - bare) / bare:+.1f}%")
+        stop.set()
+        child.join(timeout=10)
 
 
 if __name__ == "__main__":
-    sys.path[:0] = ["src"]
-    main()
+    arguments_ = [int(a) for a in sys.argv[1:3]]
+    asyncio.run(main(*(arguments_ + [200, 5][len(arguments_) :])))

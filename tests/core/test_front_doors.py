@@ -164,3 +164,55 @@ async def test_stream_closed_early_stops_the_run() -> None:
     result = stream.result
     assert result is not None and result.stop_reason == "cancelled"
     assert result.tool_calls[0].status == "cancelled"
+
+
+async def test_a_finished_stream_keeps_saying_it_is_finished() -> None:
+    stream = _agent().stream("go")
+    events = [e async for e in stream]
+    assert isinstance(events[-1], RunFinished)
+    for _ in range(2):
+        with pytest.raises(StopAsyncIteration):
+            await stream.__anext__()
+    assert stream.result is events[-1].result
+
+
+async def test_a_failed_stream_raises_once_then_ends() -> None:
+    stream = Agent(ScriptedModel([RuntimeError("model exploded")])).stream("go")
+    with pytest.raises(Exception, match="model exploded"):
+        async for _ in stream:
+            pass
+    with pytest.raises(StopAsyncIteration):
+        await stream.__anext__()
+    assert stream.result is None
+
+
+async def test_many_concurrent_streams_each_see_their_own_events_in_order() -> None:
+    gate = asyncio.Event()
+    waiting = 0
+
+    @tool
+    async def echo(n: int) -> int:
+        nonlocal waiting
+        waiting += 1
+        if waiting == 200:
+            gate.set()
+        await gate.wait()  # every stream is mid-run at once before any tool returns
+        return n
+
+    def script(n: int) -> ScriptedModel:
+        return ScriptedModel([ModelResponse(tool_calls=[ToolCall(f"c{n}", "echo", {"n": n})]), f"answer {n}"])
+
+    async def consume(n: int) -> list[object]:
+        return [event async for event in Agent(script(n), tools=[echo]).stream(f"go {n}")]
+
+    runs = await asyncio.wait_for(asyncio.gather(*(consume(n) for n in range(200))), 60)
+    shape = [e.kind for e in runs[0]]  # type: ignore[attr-defined]
+    assert shape[0] == "message_added" and shape[-1] == "run_finished"
+    assert shape.index("tool_call_started") < shape.index("tool_call_finished")
+    for n, events in enumerate(runs):
+        assert [e.kind for e in events] == shape  # type: ignore[attr-defined]
+        finished = [e for e in events if isinstance(e, ToolCallFinished)]
+        assert [(e.message.tool_call_id, e.message.result) for e in finished] == [(f"c{n}", n)]
+        text = "".join(e.text for e in events if isinstance(e, TextDelta))
+        last = events[-1]
+        assert isinstance(last, RunFinished) and last.result.text == text == f"answer {n}"

@@ -260,4 +260,121 @@ async def test_a_model_dropped_without_aclose_closes_its_idle_connections(wire: 
         warnings.simplefilter("always")
         del model
         gc.collect()
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+HELLO_STREAM = _sse(chunk({"role": "assistant", "content": "Hel"}), chunk({"content": "lo!"}), chunk({}, "stop"))
+
+
+async def test_a_stream_with_a_content_length_gives_its_connection_back(make: Callable[..., OpenAIChatModel]) -> None:
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(HELLO_STREAM)
+        )
+        for i in range(0, len(HELLO_STREAM), 50):  # the body in pieces, [DONE] in the last
+            writer.write(HELLO_STREAM[i : i + 50])
+            await writer.drain()
+        return True
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        deltas: list[object] = []
+        for _ in range(3):
+            assert (await model.respond(REQUEST, deltas.append)).text == "Hello!"
+    assert server.connections == 1
+    assert len(deltas) == 6
+
+
+async def test_a_stream_left_open_after_done_ends_at_done_and_its_connection_is_not_reused(
+    make: Callable[..., OpenAIChatModel],
+) -> None:
+    release = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writers.append(writer)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n" % (len(HELLO_STREAM), HELLO_STREAM))
+        await writer.drain()
+        await release.wait()  # the body is not ended while the client waits
+        return False
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        for _ in range(2):  # the drain after [DONE] gives up after half a second, not the 120 s idle timeout
+            response = await asyncio.wait_for(model.respond(REQUEST, lambda event: None), 10)
+            assert response.text == "Hello!"
+        assert server.connections == 2
+        release.set()
+
+        async def closed() -> None:
+            while not all(writer.is_closing() for writer in writers):
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(closed(), 10)
+
+
+async def test_header_names_and_values_in_any_case_frame_the_body(make: Callable[..., OpenAIChatModel]) -> None:
+    # Framing is read from the head without building a header dict: case must not matter.
+    compressed = gzip.compress(BODY)
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200\r\nContent-Type: application/json\r\nCONTENT-ENCODING: GZip\r\n"
+            b"Content-Length:   %d  \r\nX-Request-Id: abc\r\n\r\n" % len(compressed)
+        )
+        writer.write(compressed)
+        return True
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        assert (await model.respond(REQUEST)).text == "Hello!"
+        assert (await model.respond(REQUEST)).text == "Hello!"
+    assert server.connections == 1  # the length framed the body, so the connection was kept
+
+
+async def test_connection_close_in_any_case_is_obeyed_and_chunked_in_any_case_is_read(
+    make: Callable[..., OpenAIChatModel],
+) -> None:
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nConnection: Close\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY))
+        return False
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        assert (await model.respond(REQUEST)).text == "Hello!"
+        assert (await model.respond(REQUEST)).text == "Hello!"
+    assert server.connections == 2
+
+
+async def test_a_bad_content_length_or_status_line_is_a_connection_error(make: Callable[..., OpenAIChatModel]) -> None:
+    for head in (b"HTTP/1.1 200 OK\r\ncontent-length: lots\r\n\r\n", b"HTTX/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"):
+
+        async def answer(body: bytes, writer: asyncio.StreamWriter, head: bytes = head) -> bool:
+            writer.write(head + b"{}")
+            return False
+
+        async with RawServer(answer) as server:
+            with pytest.raises(ProviderConnectionError):
+                await make(server.url).respond(REQUEST)
+
+
+async def test_error_answers_still_expose_every_header(make: Callable[..., OpenAIChatModel]) -> None:
+    error = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nX-Thing: a\r\nx-thing: b\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(error), error)
+        )
+        return True
+
+    async with RawServer(answer) as server:
+        with pytest.raises(RateLimitError) as caught:
+            await make(server.url).respond(REQUEST)
+    assert caught.value.retry_after == 7

@@ -80,25 +80,41 @@ class _Failure:
         self.error = error
 
 
-class _Outcome:
-    """Where the driving task leaves the result; shared so the task never holds the stream."""
+class _Channel:
+    """Events from the driving task to the consumer: a list and at most one waiting future.
 
-    __slots__ = ("result",)
+    Shared by the task and the stream so the task never holds the stream (a stream dropped
+    without closing is collected, and cancels its run). Lighter than an ``asyncio.Queue`` (one
+    list, and a future only while the consumer waits): a run hands over a dozen events per request.
+    """
+
+    __slots__ = ("items", "result", "taken", "waiter")
 
     def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.taken = 0  # items before this index were handed out
+        self.waiter: asyncio.Future[None] | None = None
         self.result: RunResult | None = None
 
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
-async def _drive(run: Run, queue: asyncio.Queue[Any], outcome: _Outcome) -> None:
+
+async def _drive(run: Run, channel: _Channel) -> None:
     try:
         async for _ in run.messages():
             pass
-        outcome.result = run.result()
-        queue.put_nowait(RunFinished(outcome.result))
+        channel.result = run.result()
+        channel.put(RunFinished(channel.result))
     except BaseException as exc:  # handed to the consumer, who sees it raised
-        queue.put_nowait(_Failure(exc))
+        channel.put(_Failure(exc))
     finally:
-        queue.put_nowait(_END)
+        channel.put(_END)
 
 
 class EventStream(AsyncIterator[Event]):
@@ -113,10 +129,9 @@ class EventStream(AsyncIterator[Event]):
 
     def __init__(self, run: Run):
         self._run = run
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._channel = _Channel()
         self._task: asyncio.Task[None] | None = None
-        self._outcome = _Outcome()
-        run.send_events_to(self._queue.put_nowait)
+        run.send_events_to(self._channel.put)
 
     def __aiter__(self) -> EventStream:
         return self
@@ -134,14 +149,23 @@ class EventStream(AsyncIterator[Event]):
                 yield event.text
 
     async def __anext__(self) -> Event:
-        if self._task is None:
-            self._task = asyncio.ensure_future(_drive(self._run, self._queue, self._outcome))
-        item = await self._queue.get()
-        if item is _END:
-            self._queue.put_nowait(_END)
+        channel = self._channel
+        items = channel.items
+        if channel.taken == len(items):  # every event so far was handed out: wait for more
+            if self._task is None:
+                self._task = asyncio.ensure_future(_drive(self._run, channel))
+            items.clear()
+            channel.taken = 0
+            waiter = channel.waiter = self._task.get_loop().create_future()
+            try:
+                await waiter
+            finally:
+                channel.waiter = None
+        item = items[channel.taken]
+        if item is _END:  # it stays: every later call ends the same way
             raise StopAsyncIteration
-        if isinstance(item, _Failure):
-            self._queue.put_nowait(_END)
+        channel.taken += 1
+        if isinstance(item, _Failure):  # raised once; the end follows
             raise item.error
         event: Event = item
         return event
@@ -149,7 +173,7 @@ class EventStream(AsyncIterator[Event]):
     @property
     def result(self) -> RunResult | None:
         """The run's result once it finished, else None."""
-        return self._outcome.result
+        return self._channel.result
 
     def __del__(self) -> None:
         # A consumer that stopped iterating without closing the stream must not leave the run

@@ -22,7 +22,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["ConnectTimeout", "Endpoint", "Pool", "ReadTimeout", "Response", "TransportError", "sse_events"]
+from .._deadline import deadline
+
+__all__ = [
+    "ConnectTimeout",
+    "Endpoint",
+    "Pool",
+    "ReadTimeout",
+    "Response",
+    "SSEDecoder",
+    "TransportError",
+    "sse_events",
+]
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _STALE = (ConnectionError, asyncio.IncompleteReadError, BrokenPipeError)
@@ -72,20 +83,31 @@ class Endpoint:
 class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
-    __slots__ = ("_conn", "_decoder", "_framing", "_length", "_pool", "_reusable", "headers", "status")
+    __slots__ = ("_conn", "_decoder", "_framing", "_head", "_headers", "_length", "_pool", "_reusable", "status")
 
-    def __init__(self, pool: Pool, conn: _Conn, status: int, headers: dict[str, str]) -> None:
-        self.status = status
-        self.headers = headers
+    def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
+        # Only the framing is read now (from the lowercased head, without splitting it into
+        # lines); the header dict is built when someone asks for it (an error, a retry).
+        self.status = _status(head)
+        self._head = head
+        self._headers: dict[str, str] | None = None
         self._pool = pool
         self._conn: _Conn | None = conn
-        self._reusable = headers.get("connection", "").lower() != "close"
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = headers.get("content-length")
+        lowered = head.lower()
+        self._reusable = b"close" not in (_value(lowered, b"\r\nconnection:") or b"")
+        chunked = b"chunked" in (_value(lowered, b"\r\ntransfer-encoding:") or b"")
+        length = _value(lowered, b"\r\ncontent-length:")
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
-        self._length = int(length) if length is not None and not chunked else -1
-        encoding = headers.get("content-encoding", "").lower()
-        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in ("gzip", "deflate") else None
+        self._length = _content_length(length) if length is not None and not chunked else -1
+        encoding = _value(lowered, b"\r\ncontent-encoding:")
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The response headers, names lowercased (repeated headers joined with ``", "``)."""
+        if self._headers is None:
+            self._headers = _parse_headers(self._head)
+        return self._headers
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool)."""
@@ -204,7 +226,7 @@ class Pool:
         try:
             if self.read_timeout is None:
                 return await step  # type: ignore[misc, no-any-return]
-            async with asyncio.timeout(self.read_timeout):
+            with deadline(self.read_timeout):
                 return await step  # type: ignore[misc, no-any-return]
         except TimeoutError:
             raise ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s") from None
@@ -270,8 +292,7 @@ class Pool:
             if len(body) >= 65536:
                 writer.write(body)
                 await writer.drain()
-            raw = await self.timed(reader.readuntil(b"\r\n\r\n"))
-            response = Response(self, conn, *_parse_head(raw))
+            response = Response(self, conn, await self.timed(reader.readuntil(b"\r\n\r\n")))
         except TransportError as exc:
             writer.close()
             if not fresh and _nothing_received(exc):
@@ -296,11 +317,39 @@ class _Stale(Exception):
     """A reused keep-alive connection turned out to be closed before any answer came."""
 
 
-def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
+def _status(head: bytes) -> int:
+    """The status code of a response head (``HTTP/1.1 200 OK\\r\\n...``)."""
+    code = head[9:12]
+    if head[:5] != b"HTTP/" or head[8:9] != b" " or not code.isdigit() or head[12:13] not in (b" ", b"\r"):
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = line.split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise TransportError(f"not an HTTP response: {line[:80]!r}")
+        return int(parts[1])
+    return int(code)
+
+
+def _value(lowered: bytes, name: bytes) -> bytes | None:
+    """The (first) value of header ``name`` (given as ``\\r\\nname:``) in a lowercased head."""
+    start = lowered.find(name)
+    if start < 0:
+        return None
+    start += len(name)
+    return lowered[start : lowered.find(b"\r\n", start)].strip()
+
+
+def _content_length(value: bytes) -> int:
+    try:
+        length = int(value)
+    except ValueError:
+        raise TransportError(f"bad content-length {value[:40]!r}") from None
+    if length < 0:
+        raise TransportError(f"bad content-length {value[:40]!r}")
+    return length
+
+
+def _parse_headers(raw: bytes) -> dict[str, str]:
     lines = raw.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise TransportError(f"not an HTTP response: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
@@ -308,32 +357,57 @@ def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
             key = name.strip().lower()
             value = value.strip()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return int(parts[1]), headers
+    return headers
+
+
+class SSEDecoder:
+    """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
+
+    Synchronous, so a reader takes every event of a piece in one go (a short answer usually
+    arrives in one piece). Lines end with LF or CRLF. Data not closed by a blank line when the
+    body ends is an incomplete event and is dropped, as the spec says.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""  # the start of an event whose blank line has not arrived
+
+    def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
+        """The events completed by ``piece``."""
+        buffer = self._buffer + piece if self._buffer else piece
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        out: list[tuple[str | None, bytes]] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block:  # the usual event: one data line
+                out.append((None, block[6:]))
+            elif block:
+                _event(block, out)
+        return out
+
+
+def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """The event of ``block`` (its lines, without the blank line that ended it), if it has data."""
+    name: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value.decode()
+    if data:
+        out.append((name, b"\n".join(data)))
 
 
 async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:
     """Server-sent events from body pieces: ``(event name or None, data)`` per event."""
-    buffer = b""
-    event: str | None = None
-    data: list[bytes] = []
+    decoder = SSEDecoder()
     async for piece in pieces:
-        buffer += piece
-        if b"\n" not in piece:
-            continue
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    yield event, b"\n".join(data)
-                event, data = None, []
-                continue
-            name, _, value = line.partition(b":")
-            if value.startswith(b" "):
-                value = value[1:]
-            if name == b"data":
-                data.append(value)
-            elif name == b"event":
-                event = value.decode()
-    # data not closed by a blank line at the end is an incomplete event: dropped, as the spec says
+        for event in decoder.feed(piece):
+            yield event

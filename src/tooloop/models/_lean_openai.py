@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ._lean_http import Endpoint, Pool, Response, TransportError, sse_events
+from ._lean_http import Endpoint, Pool, Response, SSEDecoder, TransportError
 from ._per_loop import PerLoop
 
 try:
@@ -135,8 +135,10 @@ class LeanOpenAI:
         self._head = f"host: {self.endpoint.authority}\r\n{fixed}".encode()
         self._prefixes: dict[str, bytes] = {}
 
+        endpoint = self.endpoint  # not self: no cycle, so a dropped client's pool closes its sockets at once
+
         def pool() -> Pool:
-            return Pool(self.endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout)
+            return Pool(endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout)
 
         self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
 
@@ -209,22 +211,33 @@ class LeanChunks:
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         pieces = self._response.iter_bytes()
+        decoder = SSEDecoder()
+        unread = _plain_length(self._response.headers)
         try:
-            async for _, data in sse_events(pieces):
-                if data.startswith(b"[DONE]"):
-                    self.done = True
+            async for piece in pieces:
+                unread -= len(piece)
+                for _, data in decoder.feed(piece):
+                    if data.startswith(b"[DONE]"):
+                        self.done = True
+                        break
+                    event = loads(data)
+                    if isinstance(event, dict) and event.get("error"):
+                        raise LeanStreamError(event["error"])
+                    yield event
+                if self.done:
                     break
-                event = loads(data)
-                if isinstance(event, dict) and event.get("error"):
-                    raise LeanStreamError(event["error"])
-                yield event
             if self.done:
-                await self._drain(pieces)
+                await self._drain(pieces, waits=unread != 0)
         finally:
             await self.close()
 
-    async def _drain(self, pieces: AsyncIterator[bytes]) -> None:
+    async def _drain(self, pieces: AsyncIterator[bytes], *, waits: bool) -> None:
+        """Read the body to its end; ``waits``: bytes may still be on their way (else none are)."""
         try:
+            if not waits:  # every byte arrived: this only hands the connection back, no timer needed
+                async for _ in pieces:
+                    pass
+                return
             async with asyncio.timeout(_DRAIN_SECONDS):
                 async for _ in pieces:
                     pass
@@ -234,6 +247,16 @@ class LeanChunks:
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
+
+
+def _plain_length(headers: Mapping[str, str]) -> int:
+    """The body's length when the server gave it and the body is not encoded, else -1 (unknown)."""
+    length = headers.get("content-length")
+    if length is None or not length.isdigit() or "content-encoding" in headers:
+        return -1
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return -1
+    return int(length)
 
 
 def _stream_error_message(error: Any) -> str:

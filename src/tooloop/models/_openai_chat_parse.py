@@ -185,6 +185,10 @@ def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
     raise provider_error(provider, status=status, codes=codes, message=message, body=error)
 
 
+_COMMON_DELTA = frozenset(("role", "content", "tool_calls"))
+"""Keys of most deltas; any other (refusal, reasoning, a legacy function call) is looked at too."""
+
+
 class _ListenerError(Exception):
     """Carries an exception raised by the event handler through the chunk parser untouched."""
 
@@ -215,6 +219,16 @@ class _Call:
         return True
 
 
+class _Rare:
+    """Refusal and reasoning text of a streamed answer (most answers have neither)."""
+
+    __slots__ = ("reasoning", "refusal")
+
+    def __init__(self) -> None:
+        self.refusal: list[str] = []
+        self.reasoning: list[str] = []
+
+
 class ChatStreamReader:
     """Accumulates streamed ``chat.completion.chunk`` objects (already decoded JSON) into a response.
 
@@ -223,12 +237,25 @@ class ChatStreamReader:
     ``finish_reason`` was cut short and raises :class:`ProviderConnectionError`.
     """
 
+    __slots__ = (
+        "_by_id",
+        "_by_index",
+        "_calls",
+        "_finish_reason",
+        "_held",
+        "_model",
+        "_on_event",
+        "_provider",
+        "_rare",
+        "_text",
+        "_usage",
+    )
+
     def __init__(self, provider: str, on_event: EventHandler | None = None) -> None:
         self._provider = provider
         self._on_event = on_event
         self._text: list[str] = []
-        self._refusal: list[str] = []
-        self._reasoning: list[str] = []
+        self._rare: _Rare | None = None  # refusal and reasoning text, made when some arrives
         self._calls: list[_Call] = []
         self._by_index: dict[int, _Call] = {}
         self._by_id: dict[str, _Call] = {}
@@ -267,7 +294,8 @@ class ChatStreamReader:
             if tool_calls:
                 for fragment in tool_calls:
                     self._add_call_fragment(fragment)
-            self._add_rare(delta)
+            if not _COMMON_DELTA.issuperset(delta):
+                self._add_rare(delta)
         finish_reason = choice.get("finish_reason")
         if finish_reason:
             self._finish_reason = finish_reason
@@ -275,15 +303,20 @@ class ChatStreamReader:
     def _add_rare(self, delta: dict[str, Any]) -> None:
         refusal = delta.get("refusal")
         if refusal:
-            self._refusal.append(refusal)
+            self._rare_parts().refusal.append(refusal)
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning:
-            self._reasoning.append(reasoning)
+            self._rare_parts().reasoning.append(reasoning)
             if self._on_event is not None:
                 self._emit(ThinkingDelta(reasoning))
         legacy = delta.get("function_call")
         if legacy:
             self._add_call_fragment({"index": 0, "function": legacy})
+
+    def _rare_parts(self) -> _Rare:
+        if self._rare is None:
+            self._rare = _Rare()
+        return self._rare
 
     def _add_text(self, content: str) -> None:
         self._text.append(content)
@@ -358,13 +391,14 @@ class ChatStreamReader:
             )
         if self._held and self._on_event is not None:
             self._on_event(TextDelta(self._held))
+        rare = self._rare
         return build_response(
             text="".join(self._text),
-            refusal="".join(self._refusal),
+            refusal="".join(rare.refusal) if rare is not None else "",
             calls=[(c.id, c.name, "".join(c.args)) for c in self._calls],
             finish_reason=self._finish_reason,
             usage=self._usage,
             model=self._model,
-            reasoning="".join(self._reasoning),
+            reasoning="".join(rare.reasoning) if rare is not None else "",
             provider=self._provider,
         )

@@ -1,0 +1,121 @@
+"""The Gemini adapter's SDK path: ``genai.Client`` clients, the call, its answers as wire JSON, its errors.
+
+Imported only when a model goes through ``google-genai`` (``transport="sdk"``, a ``client`` you
+pass, or a proxy configured for the URL), so the lean path never loads the SDK. The adapter hands
+over the request body it built in the wire format; here it becomes the SDK's ``contents`` and
+``config`` (which accept the wire's camelCase names), and each answer goes back as the wire's
+JSON, so one parser reads both paths.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
+
+__all__ = ["SdkFailure", "arguments", "client_factory", "close_client", "generate", "sdk_failure", "stream"]
+
+_API_VERSION = "v1beta"
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def client_factory(key: str, base_url: str | None, idle: float, deadline: str) -> Callable[[], genai.Client]:
+    """Makes the ``genai.Client`` clients of one model (one per event loop).
+
+    v1beta carries parametersJsonSchema / responseJsonSchema. The SDK's own retries stay off (no
+    retry_options): the adapter's honour Retry-After and RetryInfo. The SDK turns ``timeout``
+    into the client's timeout and into an ``X-Server-Timeout`` header; the header is set here to
+    the adapter's generous server-side deadline.
+    """
+    options = genai_types.HttpOptions(
+        base_url=base_url,
+        api_version=_API_VERSION,
+        timeout=int(idle * 1000),
+        headers={"X-Server-Timeout": deadline},
+    )
+    return functools.partial(genai.Client, api_key=key, vertexai=False, http_options=options)
+
+
+async def close_client(client: genai.Client) -> None:
+    """Close one client's connections."""
+    await client.aio.aclose()
+
+
+def arguments(body: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The SDK's ``contents`` and ``config`` for a wire-format request body (``extra`` as the SDK's config names)."""
+    config: dict[str, Any] = {"automatic_function_calling": {"disable": True}}
+    for name, value in body.items():
+        if name not in ("contents", "generationConfig"):
+            config[_snake(name)] = value
+    for name, value in body["generationConfig"].items():
+        config[_snake(name)] = value
+    config.update(extra)
+    return {"contents": body["contents"], "config": config}
+
+
+def _snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def _wire(response: genai_types.GenerateContentResponse) -> dict[str, Any]:
+    """An SDK response as the JSON the server sent (camelCase, bytes as URL-safe base64)."""
+    data = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("sdkHttpResponse", None)
+    return data
+
+
+async def generate(client: genai.Client, model: str, args: Mapping[str, Any]) -> Any:
+    """One plain request through the SDK (``args`` from :func:`arguments`); the answer as wire JSON."""
+    return _wire(await client.aio.models.generate_content(model=model, **args))
+
+
+async def stream(client: genai.Client, model: str, args: Mapping[str, Any]) -> AsyncIterator[Any]:
+    """One streamed request through the SDK; its chunks as wire JSON."""
+    chunks = await client.aio.models.generate_content_stream(model=model, **args)
+    async for chunk in chunks:
+        yield _wire(chunk)
+
+
+def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Transport and timeout errors of the HTTP libraries the SDK may use (httpx, its fork httpx2)."""
+    transport: list[type[Exception]] = []
+    timeout: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        transport.append(module.HTTPError)
+        timeout.append(module.TimeoutException)
+    return tuple(transport), tuple(timeout)
+
+
+_TRANSPORT_ERRORS, _TIMEOUT_ERRORS = _http_errors()
+
+
+@dataclass(frozen=True, slots=True)
+class SdkFailure:
+    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
+
+    transport: str | None
+    status: int | None = None
+    headers: Mapping[str, str] | None = None
+    body: object = None
+
+
+def sdk_failure(exc: Exception) -> SdkFailure | None:
+    """The failure a ``google-genai`` exception (or its HTTP library's) reports; None for any other."""
+    if isinstance(exc, _TIMEOUT_ERRORS):
+        return SdkFailure("timeout")
+    if isinstance(exc, _TRANSPORT_ERRORS):
+        return SdkFailure("connection")
+    if isinstance(exc, genai_errors.APIError):
+        return SdkFailure(None, exc.code, getattr(exc.response, "headers", None), exc.details)
+    return None
