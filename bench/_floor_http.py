@@ -15,19 +15,18 @@ import orjson
 
 
 class FloorClient:
-    """POSTs to one server over a single kept-alive connection."""
+    """POSTs to one server over kept-alive connections (one per request in flight, reused)."""
 
     def __init__(self, base_url: str, headers: dict[str, str]) -> None:
         parts = urlsplit(base_url)
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def post(self, path: str, body: Any) -> list[Any]:
         """The JSON answer (one item), or the JSON of every SSE ``data:`` line of a streamed answer."""
-        if self.conn is None:
-            self.conn = await asyncio.open_connection(self.host, self.port)
-        reader, writer = self.conn
+        conn = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
+        reader, writer = conn
         data = orjson.dumps(body)
         head = f"POST {path} HTTP/1.1\r\nhost: {self.host}\r\n{self.headers}content-length: {len(data)}\r\n\r\n"
         writer.write(head.encode() + data)
@@ -41,10 +40,12 @@ class FloorClient:
         else:
             length = int(raw.split(b"content-length:")[1].split(b"\r\n")[0])
             payload = await reader.readexactly(length)
+        self.idle.append(conn)
         if b"text/event-stream" not in raw:
             return [orjson.loads(payload)]
         return [orjson.loads(line[5:]) for line in payload.splitlines() if line.startswith(b"data:")]
 
     async def close(self) -> None:
-        if self.conn is not None:
-            self.conn[1].close()
+        idle, self.idle = self.idle, []
+        for _, writer in idle:
+            writer.close()

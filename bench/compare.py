@@ -1,13 +1,22 @@
-"""Regression guard: tooloop against a bare-SDK loop, in one run, on the shared mock LLM server.
+"""Regression guard: tooloop against the floor, in one run, on the shared mock LLM server.
 
 Starts the shared bench's ``mock_llm.py`` as a subprocess (pinned to its own CPU when there are
 two or more), then runs the same conversations (K parallel ``add`` calls for T turns, then the
-answer) through a hand-written loop on ``openai.AsyncOpenAI`` and through ``Agent.run()`` /
-``Agent.stream()``, interleaved, and prints client CPU per conversation and the ratio. Exits 1
-when ``run()`` is slower than ``--max-ratio`` times the bare loop. Not part of the test suite.
+answer) through
+
+* ``floor``: the same loop on a raw asyncio socket with orjson (``bench/_floor_http.py``), what
+  one Python process minimally spends;
+* ``bare``: a hand-written loop on ``openai.AsyncOpenAI``;
+* ``Agent.run()`` and ``Agent.stream()``,
+
+interleaved, and prints client CPU per conversation and the ratio to the floor. Then, for each
+``--concurrency`` level, N concurrent conversations against 50 ms of model latency per request
+(floor and ``run()`` interleaved, in this process): conversations per second and their ratio.
+Exits 1 when ``run()`` spends more than ``--max-ratio`` times the floor's CPU, or reaches less
+than ``--min-throughput`` times its conversations per second. Not part of the test suite.
 
     bench/.work/venv/bin/python bench/compare.py              # after bench/run_peers.sh made the venv
-    bench/.work/venv/bin/python bench/compare.py --reps 15 --n 40 --max-ratio 1.05
+    bench/.work/venv/bin/python bench/compare.py --reps 15 --n 40 --concurrency 200,1000
 
 The mock is found at ``../shared/bench`` from the repo root (or from the main checkout of a git
 worktree); ``TOOLOOP_SHARED_BENCH`` overrides it.
@@ -29,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+sys.path[:0] = [str(REPO / "src"), str(REPO / "bench")]
 
+import orjson  # noqa: E402
+from _floor_http import FloorClient  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from tooloop import Agent, RunFinished, get_model  # noqa: E402
@@ -66,8 +77,29 @@ def shared_bench() -> Path:
     raise SystemExit("shared bench not found at ../shared/bench; set TOOLOOP_SHARED_BENCH")
 
 
+def floor_loop(client: FloorClient, model: str) -> Conversation:
+    """The floor: the loop on a raw socket with orjson, no SDK, no framework."""
+    tools = [{"type": "function", "function": {"name": "add", "description": add.__doc__, "parameters": PARAMS}}]
+
+    async def run() -> str:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+        while True:
+            body = {"model": model, "messages": messages, "tools": tools}
+            (answer,) = await client.post("/v1/chat/completions", body)
+            message = answer["choices"][0]["message"]
+            calls = message.get("tool_calls")
+            if not calls:
+                return str(message["content"])
+            messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+            results = await asyncio.gather(*(add(**orjson.loads(c["function"]["arguments"])) for c in calls))
+            for call, result in zip(calls, results, strict=True):
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
+
+    return run
+
+
 def bare_loop(client: AsyncOpenAI, model: str) -> Conversation:
-    """The floor: a hand-written loop on the official client."""
+    """A hand-written loop on the official client."""
     tools = [{"type": "function", "function": {"name": "add", "description": add.__doc__, "parameters": PARAMS}}]
 
     async def run() -> str:
@@ -113,13 +145,39 @@ def tooloop_doors(llm: Any) -> dict[str, Conversation]:
 
 async def compare(base_url: str, k: int, t: int, reps: int, n: int) -> dict[str, float]:
     model = f"mock-k{k}-t{t}"
+    floor = FloorClient(base_url, {"content-type": "application/json", "authorization": "Bearer mock"})
     client = AsyncOpenAI(base_url=base_url, api_key="mock", max_retries=0)
     llm = get_model("openai-compatible:" + model, base_url=base_url, api_key="mock", max_retries=0)
+    doors = {"floor": floor_loop(floor, model), "bare": bare_loop(client, model), **tooloop_doors(llm)}
     try:
-        return await _measure({"bare": bare_loop(client, model), **tooloop_doors(llm)}, expected(k, t), reps, n)
+        return await _measure(doors, expected(k, t), reps, n)
     finally:
+        await floor.close()
         await client.close()
         await llm.aclose()  # type: ignore[attr-defined]
+
+
+async def concurrency(base_url: str, level: int, reps: int) -> dict[str, float]:
+    """Conversations per second with ``level`` conversations at once (50 ms per model request)."""
+    model = "mock-k1-t3-l50"
+    floor = FloorClient(base_url, {"content-type": "application/json", "authorization": "Bearer mock"})
+    llm = get_model("openai-compatible:" + model, base_url=base_url, api_key="mock", max_retries=0)
+    doors = {"floor": floor_loop(floor, model), "tooloop.run": tooloop_doors(llm)["tooloop.run"]}
+    rates: dict[str, list[float]] = {name: [] for name in doors}
+    try:
+        for rep in range(reps + 1):  # the first round opens the connections and is not counted
+            for name in list(doors)[rep % 2 :] + list(doors)[: rep % 2]:
+                gc.collect()
+                start = time.perf_counter()
+                answers = await asyncio.gather(*(doors[name]() for _ in range(level)))
+                elapsed = time.perf_counter() - start
+                assert all(expected(1, 3) in a for a in answers), f"{name}: a wrong answer"
+                if rep:
+                    rates[name].append(level / elapsed)
+    finally:
+        await floor.close()
+        await llm.aclose()  # type: ignore[attr-defined]
+    return {name: statistics.median(values) for name, values in rates.items()}
 
 
 async def _measure(doors: dict[str, Conversation], want: str, reps: int, n: int) -> dict[str, float]:
@@ -143,7 +201,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--n", type=int, default=20)
-    ap.add_argument("--max-ratio", type=float, default=1.0, help="fail when run() CPU exceeds this x bare")
+    ap.add_argument("--max-ratio", type=float, default=2.5, help="fail when run() CPU exceeds this x the floor")
+    ap.add_argument("--concurrency", default="200,1000", help="levels for the throughput check ('' to skip)")
+    ap.add_argument("--min-throughput", type=float, default=0.5, help="fail below this x the floor's conv/s")
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     pin = len(cpus) >= 2
@@ -159,24 +219,34 @@ def main() -> None:
         text=True,
         preexec_fn=pin_mock if pin else None,
     )
-    worst = 0.0
+    worst, slowest = 0.0, float("inf")
     try:
         assert mock.stdout is not None
         base_url = f"http://127.0.0.1:{int(mock.stdout.readline().split()[1])}/v1"
         print(f"medians of {args.reps} interleaved repetitions x {args.n} conversations; mock pinned: {pin}")
-        print("| K, T | contestant | CPU ms/conversation | x bare |\n|---|---|---:|---:|")
+        print("| K, T | contestant | CPU ms/conversation | x floor |\n|---|---|---:|---:|")
         for k in (1, 4):
             result = asyncio.run(compare(base_url, k, 3, args.reps, args.n))
             for name, value in result.items():
-                ratio = value / result["bare"]
-                print(f"| {k}, 3 | {name} | {1e3 * value:.2f} | {ratio:.2f}x |")
-            worst = max(worst, result["tooloop.run"] / result["bare"])
+                print(f"| {k}, 3 | {name} | {1e3 * value:.2f} | {value / result['floor']:.2f}x |")
+            worst = max(worst, result["tooloop.run"] / result["floor"])
+        levels = [int(level) for level in args.concurrency.split(",") if level]
+        if levels:
+            print("\n| concurrent | contestant | conv/s | x floor |\n|---:|---|---:|---:|")
+        for level in levels:
+            rates = asyncio.run(concurrency(base_url, level, max(3, args.reps // 3)))
+            for name, rate in rates.items():
+                print(f"| {level} | {name} | {rate:.0f} | {rate / rates['floor']:.2f}x |")
+            slowest = min(slowest, rates["tooloop.run"] / rates["floor"])
     finally:
         mock.terminate()  # the server this script started, by its handle
         mock.wait(10)
-    verdict = "ok" if worst <= args.max_ratio else "REGRESSION"
-    print(f"\nworst run() ratio {worst:.2f}x (limit {args.max_ratio:.2f}x): {verdict}")
-    sys.exit(0 if worst <= args.max_ratio else 1)
+    failed = worst > args.max_ratio or slowest < args.min_throughput
+    print(f"\nworst run() CPU {worst:.2f}x the floor (limit {args.max_ratio:.2f}x)", end="")
+    if slowest != float("inf"):
+        print(f"; lowest throughput {slowest:.2f}x the floor (limit {args.min_throughput:.2f}x)", end="")
+    print(f": {'REGRESSION' if failed else 'ok'}")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

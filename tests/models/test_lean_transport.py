@@ -316,3 +316,65 @@ async def test_a_stream_left_open_after_done_ends_at_done_and_its_connection_is_
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(closed(), 10)
+
+
+async def test_header_names_and_values_in_any_case_frame_the_body(make: Callable[..., OpenAIChatModel]) -> None:
+    # Framing is read from the head without building a header dict: case must not matter.
+    compressed = gzip.compress(BODY)
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200\r\nContent-Type: application/json\r\nCONTENT-ENCODING: GZip\r\n"
+            b"Content-Length:   %d  \r\nX-Request-Id: abc\r\n\r\n" % len(compressed)
+        )
+        writer.write(compressed)
+        return True
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        assert (await model.respond(REQUEST)).text == "Hello!"
+        assert (await model.respond(REQUEST)).text == "Hello!"
+    assert server.connections == 1  # the length framed the body, so the connection was kept
+
+
+async def test_connection_close_in_any_case_is_obeyed_and_chunked_in_any_case_is_read(
+    make: Callable[..., OpenAIChatModel],
+) -> None:
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nConnection: Close\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY))
+        return False
+
+    async with RawServer(answer) as server:
+        model = make(server.url)
+        assert (await model.respond(REQUEST)).text == "Hello!"
+        assert (await model.respond(REQUEST)).text == "Hello!"
+    assert server.connections == 2
+
+
+async def test_a_bad_content_length_or_status_line_is_a_connection_error(make: Callable[..., OpenAIChatModel]) -> None:
+    for head in (b"HTTP/1.1 200 OK\r\ncontent-length: lots\r\n\r\n", b"HTTX/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"):
+
+        async def answer(body: bytes, writer: asyncio.StreamWriter, head: bytes = head) -> bool:
+            writer.write(head + b"{}")
+            return False
+
+        async with RawServer(answer) as server:
+            with pytest.raises(ProviderConnectionError):
+                await make(server.url).respond(REQUEST)
+
+
+async def test_error_answers_still_expose_every_header(make: Callable[..., OpenAIChatModel]) -> None:
+    error = json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode()
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nX-Thing: a\r\nx-thing: b\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(error), error)
+        )
+        return True
+
+    async with RawServer(answer) as server:
+        with pytest.raises(RateLimitError) as caught:
+            await make(server.url).respond(REQUEST)
+    assert caught.value.retry_after == 7

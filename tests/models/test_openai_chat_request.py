@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
@@ -18,9 +19,10 @@ from tooloop.messages import (
     ToolCallMessage,
     ToolCallStatus,
     UserMessage,
+    frozen_mapping,
 )
 from tooloop.models import ModelRequest, ModelSettings, OutputSchema, ToolDefinition, get_model
-from tooloop.models.openai_chat import OpenAIChatModel
+from tooloop.models.openai_chat import OpenAIChatModel, _encode_arguments
 
 Make = Callable[..., OpenAIChatModel]
 WEATHER = ToolDefinition(
@@ -289,3 +291,20 @@ async def test_broken_arguments_go_back_verbatim_only_to_openai(
     )
     body = await sent_body(wire, make_model(spec), ModelRequest([UserMessage("Rome?"), broken]))
     assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == expected
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"city": "Paris"},
+        {"text": 'quote " backslash \\ newline \n é \u2028 😀', "none": None, "yes": True, "no": False},
+        {"int": 3, "neg": -7, "huge": 10**30, "float": 1.5, "tiny": 5e-324, "negzero": -0.0, "big": 1e300},
+        {"nan": float("nan"), "inf": float("inf")},
+        {"nested": {"list": [1, "two", {"three": 3.0}]}, "after": 1},
+        {"é": "accented key"},
+    ],
+)
+def test_arguments_go_back_exactly_as_json_dumps_writes_them(arguments: dict[str, Any]) -> None:
+    frozen = frozen_mapping(arguments)
+    assert _encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)

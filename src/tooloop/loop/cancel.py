@@ -31,7 +31,7 @@ class CancelToken:
         self._cancelled = False
         self._reason: str | None = None
         self._steps: dict[asyncio.Task[object], int] = {}
-        self._children: weakref.WeakSet[CancelToken] = weakref.WeakSet()
+        self._children: weakref.WeakSet[CancelToken] | None = None  # made with the first child
         self._lock = threading.Lock()
 
     @property
@@ -52,7 +52,7 @@ class CancelToken:
             self._cancelled = True
             self._reason = reason
             steps = list(self._steps.items())
-            children = list(self._children)
+            children = list(self._children) if self._children is not None else []
         for child in children:
             child.cancel(reason)
         for task, generation in steps:
@@ -64,6 +64,8 @@ class CancelToken:
         with self._lock:
             cancelled, reason = self._cancelled, self._reason
             if not cancelled:
+                if self._children is None:
+                    self._children = weakref.WeakSet()
                 self._children.add(child)
         if cancelled:
             child.cancel(reason)

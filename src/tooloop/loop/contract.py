@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from types import CoroutineType
 
 from ..errors import ModelContractError
 from ..events import EventHandler
@@ -19,7 +20,7 @@ async def respond(model: Model, request: ModelRequest, on_event: EventHandler | 
     """``model.respond(request, on_event)``, raising :class:`ModelContractError` when the answer
     breaks the contract (not awaitable, not a ``ModelResponse``, a malformed ``ToolCall``)."""
     pending = model.respond(request, on_event)
-    if not inspect.isawaitable(pending):
+    if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
         raise ModelContractError(f"{_name(model)}.respond returned {pending!r}, not an awaitable: {_CONTRACT}")
     response = await pending
     if not isinstance(response, ModelResponse):
@@ -30,6 +31,8 @@ async def respond(model: Model, request: ModelRequest, on_event: EventHandler | 
 
 
 def _check_call(model: Model, call: object) -> None:
+    if type(call) is ToolCall and type(call.arguments) in _PLAIN_ARGUMENTS and type(call.id) is type(call.name) is str:
+        return  # the usual case, without the slower checks below
     if not isinstance(call, ToolCall):
         raise ModelContractError(
             f"{_name(model)} returned a tool call {call!r}; ModelResponse.tool_calls holds ToolCall values"
@@ -43,6 +46,9 @@ def _check_call(model: Model, call: object) -> None:
         raise ModelContractError(
             f"{_name(model)} returned ToolCall(id={call.id!r}, name={call.name!r}); the id and the name must be strings"
         )
+
+
+_PLAIN_ARGUMENTS = (str, dict)
 
 
 def _name(model: Model) -> str:

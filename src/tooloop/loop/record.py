@@ -97,7 +97,14 @@ class Recorder:
 
     def count_call(self) -> None:
         """Count one executed tool call."""
-        self.usage = self.usage + _ONE_CALL
-
-
-_ONE_CALL = Usage(tool_calls=1)
+        total = self.usage
+        self.usage = Usage(
+            total.input_tokens,
+            total.output_tokens,
+            total.requests,
+            total.tool_calls + 1,
+            total.cache_read_tokens,
+            total.cache_write_tokens,
+            total.reasoning_tokens,
+            total.cost,
+        )

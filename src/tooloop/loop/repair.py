@@ -22,6 +22,8 @@ def repair(messages: Sequence[Message], *, keep_tail: bool = True) -> tuple[list
     In tooloop's format a tool result cannot exist without its call (a ``ToolCallMessage`` holds
     both), so orphaned results are impossible once a history is in this form.
     """
+    if not messages:
+        return [], False
     tail_start = _tail_batch_start(messages) if keep_tail else len(messages)
     seen: set[str] = set()
     out: list[Message] = []

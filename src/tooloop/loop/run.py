@@ -14,7 +14,7 @@ errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, even
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
@@ -88,7 +88,7 @@ class Run:
         self.model = config.model
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
         self.session_id = session_id
-        self.run_id = uuid.uuid4().hex[:16]
+        self.run_id = os.urandom(8).hex()
         self.record = Recorder(Transcript(), journal, on_event)
         # the run's own token: stopping this run never cancels others sharing the caller's token
         own_token = token.child() if token is not None else CancelToken()

@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from .._deadline import deadline
+
 __all__ = [
     "ConnectTimeout",
     "Endpoint",
@@ -81,20 +83,31 @@ class Endpoint:
 class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
-    __slots__ = ("_conn", "_decoder", "_framing", "_length", "_pool", "_reusable", "headers", "status")
+    __slots__ = ("_conn", "_decoder", "_framing", "_head", "_headers", "_length", "_pool", "_reusable", "status")
 
-    def __init__(self, pool: Pool, conn: _Conn, status: int, headers: dict[str, str]) -> None:
-        self.status = status
-        self.headers = headers
+    def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
+        # Only the framing is read now (from the lowercased head, without splitting it into
+        # lines); the header dict is built when someone asks for it (an error, a retry).
+        self.status = _status(head)
+        self._head = head
+        self._headers: dict[str, str] | None = None
         self._pool = pool
         self._conn: _Conn | None = conn
-        self._reusable = headers.get("connection", "").lower() != "close"
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = headers.get("content-length")
+        lowered = head.lower()
+        self._reusable = b"close" not in (_value(lowered, b"\r\nconnection:") or b"")
+        chunked = b"chunked" in (_value(lowered, b"\r\ntransfer-encoding:") or b"")
+        length = _value(lowered, b"\r\ncontent-length:")
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
-        self._length = int(length) if length is not None and not chunked else -1
-        encoding = headers.get("content-encoding", "").lower()
-        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in ("gzip", "deflate") else None
+        self._length = _content_length(length) if length is not None and not chunked else -1
+        encoding = _value(lowered, b"\r\ncontent-encoding:")
+        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The response headers, names lowercased (repeated headers joined with ``", "``)."""
+        if self._headers is None:
+            self._headers = _parse_headers(self._head)
+        return self._headers
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool)."""
@@ -121,11 +134,14 @@ class Response:
         assert self._conn is not None
         reader, timed = self._conn[0], self._pool.timed
         if self._framing == "chunked":
-            while size := await _chunk_size(reader, timed):
-                data = await timed(reader.readexactly(size + 2))
-                yield data[:-2]
-            while await timed(reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
-                pass
+            chunks = _Chunks()  # one read (and one idle timer) per arrival, not two per chunk
+            while not chunks.done:
+                data = await timed(reader.read(65536))
+                if not data:
+                    raise TransportError("the server closed the connection before the body was complete")
+                if piece := chunks.feed(data):
+                    yield piece
+            self._reusable = self._reusable and not chunks.extra
         elif self._framing == "length":
             left = self._length
             while left > 0:
@@ -146,12 +162,53 @@ class Response:
             self._pool.release(conn, self._reusable)
 
 
-async def _chunk_size(reader: asyncio.StreamReader, timed: object) -> int:
-    line = await timed(reader.readuntil(b"\r\n"))  # type: ignore[operator]
+class _Chunks:
+    """Decodes a chunked body from the bytes as they arrive; ``done`` after the last chunk and trailers."""
+
+    __slots__ = ("_buffer", "done", "extra")
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.done = False
+        self.extra = False
+        """Bytes came after the body (the connection is not reused)."""
+
+    def feed(self, data: bytes) -> bytes:
+        """The body bytes of the chunks ``data`` completes."""
+        buffer = self._buffer
+        buffer += data
+        pieces = []
+        pos = 0
+        while True:
+            end = buffer.find(b"\r\n", pos)
+            if end < 0:
+                _check_line(len(buffer) - pos)
+                break
+            size = _chunk_size(buffer[pos:end])
+            if size == 0:
+                last = buffer.find(b"\r\n\r\n", end)  # after the trailers, if any
+                _check_line(len(buffer) - end if last < 0 else 0)
+                self.done, self.extra = last >= 0, last >= 0 and len(buffer) > last + 4
+                break
+            start = end + 2
+            if len(buffer) < start + size + 2:
+                break
+            pieces.append(buffer[start : start + size])
+            pos = start + size + 2
+        del buffer[:pos]
+        return b"".join(pieces)
+
+
+def _check_line(length: int) -> None:
+    if length > _MAX_HEAD:
+        raise TransportError("response chunk line or trailers too long")
+
+
+def _chunk_size(line: bytearray) -> int:
     try:
         return int(line.split(b";", 1)[0], 16)
     except ValueError:
-        raise TransportError(f"bad chunk size line {line[:40]!r}") from None
+        raise TransportError(f"bad chunk size line {bytes(line[:40])!r}") from None
 
 
 class Pool:
@@ -169,7 +226,7 @@ class Pool:
         try:
             if self.read_timeout is None:
                 return await step  # type: ignore[misc, no-any-return]
-            async with asyncio.timeout(self.read_timeout):
+            with deadline(self.read_timeout):
                 return await step  # type: ignore[misc, no-any-return]
         except TimeoutError:
             raise ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s") from None
@@ -235,8 +292,7 @@ class Pool:
             if len(body) >= 65536:
                 writer.write(body)
                 await writer.drain()
-            raw = await self.timed(reader.readuntil(b"\r\n\r\n"))
-            response = Response(self, conn, *_parse_head(raw))
+            response = Response(self, conn, await self.timed(reader.readuntil(b"\r\n\r\n")))
         except TransportError as exc:
             writer.close()
             if not fresh and _nothing_received(exc):
@@ -261,11 +317,39 @@ class _Stale(Exception):
     """A reused keep-alive connection turned out to be closed before any answer came."""
 
 
-def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
+def _status(head: bytes) -> int:
+    """The status code of a response head (``HTTP/1.1 200 OK\\r\\n...``)."""
+    code = head[9:12]
+    if head[:5] != b"HTTP/" or head[8:9] != b" " or not code.isdigit() or head[12:13] not in (b" ", b"\r"):
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = line.split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise TransportError(f"not an HTTP response: {line[:80]!r}")
+        return int(parts[1])
+    return int(code)
+
+
+def _value(lowered: bytes, name: bytes) -> bytes | None:
+    """The (first) value of header ``name`` (given as ``\\r\\nname:``) in a lowercased head."""
+    start = lowered.find(name)
+    if start < 0:
+        return None
+    start += len(name)
+    return lowered[start : lowered.find(b"\r\n", start)].strip()
+
+
+def _content_length(value: bytes) -> int:
+    try:
+        length = int(value)
+    except ValueError:
+        raise TransportError(f"bad content-length {value[:40]!r}") from None
+    if length < 0:
+        raise TransportError(f"bad content-length {value[:40]!r}")
+    return length
+
+
+def _parse_headers(raw: bytes) -> dict[str, str]:
     lines = raw.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise TransportError(f"not an HTTP response: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
@@ -273,7 +357,7 @@ def _parse_head(raw: bytes) -> tuple[int, dict[str, str]]:
             key = name.strip().lower()
             value = value.strip()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return int(parts[1]), headers
+    return headers
 
 
 class SSEDecoder:

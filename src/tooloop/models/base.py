@@ -51,17 +51,19 @@ class ModelSettings:
 
     def merged(self, override: ModelSettings | None) -> ModelSettings:
         """These settings with every field that ``override`` sets taking precedence."""
-        if override is None:
+        if override is None or override is self:
             return self
         changes: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(override, f.name)
-            if f.name == "extra":
-                if value:
-                    changes["extra"] = {**self.extra, **value}
-            elif value is not None:
-                changes[f.name] = value
+        for name in _SIMPLE_FIELDS:
+            value = getattr(override, name)
+            if value is not None:
+                changes[name] = value
+        if override.extra:
+            changes["extra"] = {**self.extra, **override.extra}
         return replace(self, **changes) if changes else self
+
+
+_SIMPLE_FIELDS = tuple(f.name for f in fields(ModelSettings) if f.name != "extra")
 
 
 @dataclass(frozen=True, slots=True)

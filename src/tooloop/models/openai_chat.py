@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import math
 import os
 import re
 import sys
@@ -34,6 +35,7 @@ from ..messages import (
     SystemMessage,
     ThinkingPart,
     ToolCallMessage,
+    ToolCallStatus,
     UserMessage,
 )
 from ..outcome import for_model
@@ -45,6 +47,7 @@ from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from .payloads import listening
 from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 if TYPE_CHECKING:
@@ -262,8 +265,11 @@ class OpenAIChatModel(ProviderModel):
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
-            async for chunk in self._tapped(aiter(chunks)):
-                feed(chunk)
+            if isinstance(chunks, LeanChunks) and not listening():
+                await chunks.read(feed)  # the hot path: no iterator between the body and the reader
+            else:
+                async for chunk in self._tapped(aiter(chunks)):
+                    feed(chunk)
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
@@ -341,7 +347,7 @@ class OpenAIChatModel(ProviderModel):
         return body
 
     def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
-        if tools is not self._tools_in:  # the loop sends the same tuple every turn
+        if tools != self._tools_in:  # the same definitions every turn (compared by identity first)
             self._tools_out = [_tool(t) for t in tools]
             self._tools_in = tools
         return self._tools_out
@@ -378,7 +384,8 @@ class OpenAIChatModel(ProviderModel):
             call_id = ids(call.tool_call_id)
             function = {"name": call.tool_name, "arguments": _arguments(call, self._raw_arguments)}
             calls.append({"id": call_id, "type": "function", "function": function})
-            results.append({"role": "tool", "tool_call_id": call_id, "content": for_model(call).text})
+            content = call.content if call.status is ToolCallStatus.OK else for_model(call).text
+            results.append({"role": "tool", "tool_call_id": call_id, "content": content})
         turn = {"role": "assistant", "content": batch.text or None, "tool_calls": calls}
         return [{**turn, **self._reasoning(batch.first.thinking)}, *results]
 
@@ -416,7 +423,33 @@ def _assistant_text(message: AssistantMessage) -> str:
 def _arguments(call: ToolCallMessage, raw: bool) -> str:
     if call.raw_arguments is not None:
         return call.raw_arguments if raw else "{}"
-    return json.dumps(call.arguments, ensure_ascii=False, default=_json_default)
+    return _encode_arguments(call.arguments)
+
+
+def _encode_arguments(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly.
+
+    Every request sends every earlier call again, so this runs once per call per request.
+    """
+    items = []
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str:
+            text = _string(value)
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is bool:
+            text = "true" if value else "false"
+        elif value is None:
+            text = "null"
+        elif kind is float and math.isfinite(value):
+            text = float.__repr__(value)
+        else:
+            return _ARGUMENTS.encode(arguments)
+        if type(key) is not str:
+            return _ARGUMENTS.encode(arguments)
+        items.append(f"{_string(key)}: {text}")
+    return "{" + ", ".join(items) + "}"
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -457,3 +490,8 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""Arguments as ``json.dumps`` writes them; one encoder, since every request encodes every call again."""

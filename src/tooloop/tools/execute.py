@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from .._deadline import deadline
 from ..errors import ToolTimeoutError
 from .tool import Tool, ToolContext, finish_sync
 
@@ -79,7 +80,8 @@ async def _together(group: Sequence[T], run_one: Callable[[T], Awaitable[None]],
         return
     tasks = [asyncio.ensure_future(run_one(item)) for item in group]
     try:
-        await asyncio.gather(*tasks)
+        for task in tasks:  # like gather (run_one records its own failures) without its futures
+            await task
     finally:
         for task in tasks:
             if not task.done():
@@ -118,11 +120,11 @@ async def invoke(
 async def _timed(name: str, call: Awaitable[Any], seconds: float | None) -> Any:
     if seconds is None:
         return await call
-    scope = asyncio.timeout(seconds)
+    scope = deadline(seconds)
     try:
-        async with scope:
+        with scope:
             return await call
     except TimeoutError:
-        if scope.expired():
+        if scope.expired:
             raise ToolTimeoutError(f"tool {name!r} did not finish within {seconds:g} seconds") from None
         raise

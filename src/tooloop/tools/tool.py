@@ -101,6 +101,8 @@ class Tool:
     args_model: type[BaseModel] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
     _limiter: Limiter | None = field(init=False, default=None, repr=False, compare=False)
+    _is_async: bool = field(init=False, default=False, repr=False, compare=False)
+    _definition: ToolDefinition | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_tool_name(self.name)
@@ -114,16 +116,21 @@ class Tool:
             require(getattr(self, flag), bool, f"{flag} of {where}", "pass True or False")
         if self.max_concurrency is not None:
             object.__setattr__(self, "_limiter", Limiter(self.max_concurrency))
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
+        # One object per tool: adapters recognise the tools of the previous request by identity.
+        definition = ToolDefinition(self.name, self.description, self.parameters, self.strict)
+        object.__setattr__(self, "_definition", definition)
 
     @property
     def definition(self) -> ToolDefinition:
         """What a provider is told about this tool."""
-        return ToolDefinition(self.name, self.description, self.parameters, self.strict)
+        assert self._definition is not None
+        return self._definition
 
     @property
     def is_async(self) -> bool:
         """True when the function is a coroutine function (runs on the event loop, not a thread)."""
-        return inspect.iscoroutinefunction(self.function)
+        return self._is_async
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments for the function; raises :class:`ToolArgumentsError`.
