@@ -1,12 +1,15 @@
-"""CPU per model turn: tooloop's Anthropic adapter versus the bare ``anthropic`` SDK call.
+"""CPU per model turn: tooloop's Anthropic adapter against the floor for its wire format.
 
 A scripted Messages API server runs in a child process (so its CPU is not counted) and answers
 every request with the same turn: some text in many small deltas and one tool call whose JSON
-arrives in fragments. Each variant runs the same number of turns; the figure is the median CPU
-time per turn over several rounds, for streamed and for plain requests.
+arrives in fragments. Each variant runs the same number of turns per round, the variants taking
+turns round by round; the figure is the median CPU time per turn, for streamed and for plain
+requests, with its ratio to the floor:
 
-A third figure is the floor for this wire format (``bench/_floor_http.py``: the same body on a raw
-socket with orjson, no SDK).
+* floor: the same body on a raw socket with orjson, no SDK (``bench/_floor_http.py``);
+* adapter (lean): ``get_model("anthropic:...")`` as it comes, on the lean transport;
+* adapter (sdk): the same with ``transport="sdk"`` (``AsyncAnthropic`` underneath);
+* bare SDK: ``AsyncAnthropic.messages.create`` as a hand-written loop calls it.
 
 Run from the repository root::
 
@@ -52,16 +55,19 @@ def _serve(port_out: Any, stop: Any) -> None:
     server.stop()
 
 
-async def _measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) -> float:
-    for _ in range(20):  # warm up connections and caches
-        await turn()
-    samples = []
-    for _ in range(rounds):
-        start = time.process_time()
-        for _ in range(turns):
+async def _measure(variants: dict[str, Callable[[], Awaitable[Any]]], turns: int, rounds: int) -> dict[str, float]:
+    """Median CPU per turn of each variant; the variants take turns round by round (interleaved)."""
+    for turn in variants.values():
+        for _ in range(20):  # warm up connections and caches
             await turn()
-        samples.append((time.process_time() - start) / turns)
-    return statistics.median(samples)
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, turn in variants.items():
+            start = time.process_time()
+            for _ in range(turns):
+                await turn()
+            samples[name].append((time.process_time() - start) / turns)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def main(turns: int, rounds: int) -> None:
@@ -79,60 +85,61 @@ async def main(turns: int, rounds: int) -> None:
     try:
         schema = {"type": "object", "properties": {"city": {"type": "string"}, "units": {"type": "string"}}}
         tool = ToolDefinition("get_weather", "Weather for a city.", schema)
-        messages = [SystemMessage("Be brief."), UserMessage("Weather in Paris?")]
+        request = ModelRequest([SystemMessage("Be brief."), UserMessage("Weather in Paris?")], (tool,))
         settings = ModelSettings(max_tokens=1024)
         wire_messages: Any = [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}]
         wire_tools: Any = [{"name": "get_weather", "description": "Weather for a city.", "input_schema": schema}]
 
         client = AsyncAnthropic(api_key="sk-bench", base_url=url, max_retries=0)
-        model = create(MODEL, provider="anthropic", base_url=url, api_key="sk-bench", settings=settings)
+        lean = create(MODEL, provider="anthropic", base_url=url, api_key="sk-bench", settings=settings)
+        sdk = create(MODEL, provider="anthropic", base_url=url, api_key="sk-bench", settings=settings, transport="sdk")
 
-        async def sdk_stream() -> None:
+        from _floor_http import FloorClient
+
+        floor = FloorClient(url, {"authorization": "Bearer sk-bench", "anthropic-version": "2026-10-21"})
+        wire = {"model": MODEL, "max_tokens": 1024, "system": "Be brief.", "messages": wire_messages}
+        wire["tools"] = wire_tools
+
+        def listen(_: Any) -> None:
+            pass
+
+        async def bare_stream() -> None:
             stream = await client.messages.create(
                 model=MODEL, max_tokens=1024, system="Be brief.", messages=wire_messages, tools=wire_tools, stream=True
             )
             async for _ in stream:
                 pass
 
-        async def sdk_plain() -> None:
+        async def bare_plain() -> None:
             await client.messages.create(
                 model=MODEL, max_tokens=1024, system="Be brief.", messages=wire_messages, tools=wire_tools
             )
 
-        def listen(_: Any) -> None:
-            pass
-
-        async def adapter_stream() -> None:
-            await model.respond(ModelRequest(messages, (tool,)), listen)
-
-        async def adapter_plain() -> None:
-            await model.respond(ModelRequest(messages, (tool,)))
-
-        from _floor_http import FloorClient
-
-        floor = FloorClient(url, {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"})
-        wire = {"model": MODEL, "max_tokens": 1024, "system": "Be brief.", "messages": wire_messages}
-        wire["tools"] = wire_tools
-
-        async def floor_stream() -> None:
-            await floor.post("/v1/messages", {**wire, "stream": True})
-
-        async def floor_plain() -> None:
-            await floor.post("/v1/messages", wire)
-
-        cases = (("stream", sdk_stream, adapter_stream, floor_stream), ("plain", sdk_plain, adapter_plain, floor_plain))
-        for label, bare, ours, raw in cases:
-            bare_cpu = await _measure(bare, turns, rounds)
-            ours_cpu = await _measure(ours, turns, rounds)
-            raw_cpu = await _measure(raw, turns, rounds)
-            print(
-                f"{label:6}  bare SDK {bare_cpu * 1e6:8.0f} us/turn   adapter {ours_cpu * 1e6:8.0f} us/turn   "
-                f"ratio {ours_cpu / bare_cpu:5.2f}   floor {raw_cpu * 1e6:6.0f} us/turn   "
-                f"adapter / floor {ours_cpu / raw_cpu:5.2f}"
+        cases: dict[str, dict[str, Callable[[], Awaitable[Any]]]] = {
+            "stream": {
+                "floor": lambda: floor.post("/v1/messages", {**wire, "stream": True}),
+                "adapter (lean)": lambda: lean.respond(request, listen),
+                "adapter (sdk)": lambda: sdk.respond(request, listen),
+                "bare SDK": bare_stream,
+            },
+            "plain": {
+                "floor": lambda: floor.post("/v1/messages", wire),
+                "adapter (lean)": lambda: lean.respond(request),
+                "adapter (sdk)": lambda: sdk.respond(request),
+                "bare SDK": bare_plain,
+            },
+        }
+        print(f"{turns} turns x {rounds} rounds, median CPU per turn (client process)")
+        for label, variants in cases.items():
+            cpu = await _measure(variants, turns, rounds)
+            row = "   ".join(
+                f"{name} {cpu[name] * 1e6:6.0f} us ({cpu[name] / cpu['floor']:4.2f}x)" for name in variants
             )
+            print(f"{label:6}  {row}")
         await floor.close()
         await client.close()
-        await model.aclose()
+        await lean.aclose()
+        await sdk.aclose()
     finally:
         stop.set()
         child.join(timeout=10)

@@ -2,8 +2,8 @@
 
 Both paths end in :func:`assemble`, so the same content gives the same :class:`ModelResponse`
 (text, tool calls, thinking, usage, stop reason) whether it was streamed or not. The stream is
-read event by event as ``(event name, parsed data)`` pairs, whichever transport decoded them;
-deltas become events only when somebody listens.
+read event by event as ``(event name, JSON data)`` pairs, whichever transport split them, parsing
+each event's JSON once; deltas become events only when somebody listens.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ._errors import provider_error
+from ._lean_openai import loads
 
 __all__ = ["assemble", "parse_message", "read_stream"]
 
@@ -219,13 +220,16 @@ class _StreamState:
 
 
 async def read_stream(
-    events: AsyncIterator[tuple[str | None, Any]],
+    events: AsyncIterator[tuple[str | None, bytes]],
     on_event: EventHandler | None,
     output_tool: str | None = None,
 ) -> ModelResponse:
-    """Read a Messages API event stream (``(event name, parsed data)`` pairs) to the end; the response."""
+    """Read a Messages API event stream (``(event name, JSON data)`` pairs) to the end; the response."""
     state = _StreamState(on_event)
-    async for name, data in events:
+    async for name, raw in events:
+        if not raw:
+            continue
+        data = loads(raw)
         kind = data.get("type") or name
         if kind == "content_block_delta":
             state.delta(data)

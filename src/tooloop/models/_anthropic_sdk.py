@@ -78,15 +78,14 @@ async def open_stream(client: AsyncAnthropic, body: Mapping[str, Any]) -> SdkEve
 
 
 class SdkEvents:
-    """The events of one SSE answer read by the SDK's decoder: ``(event name, parsed data)``."""
+    """The events of one SSE answer read by the SDK's decoder: ``(event name, data)``."""
 
     def __init__(self, response: httpx2.Response) -> None:
         self._response = response
 
-    async def __aiter__(self) -> AsyncIterator[tuple[str | None, Any]]:
+    async def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
         async for sse in AsyncStream.raw_events(self._response):
-            if sse.data:
-                yield sse.event, json.loads(sse.data)
+            yield sse.event, sse.data.encode()
 
     async def close(self) -> None:
         """Release the connection (read to the end or not)."""

@@ -134,11 +134,14 @@ class Response:
         assert self._conn is not None
         reader, timed = self._conn[0], self._pool.timed
         if self._framing == "chunked":
-            while size := await _chunk_size(reader, timed):
-                data = await timed(reader.readexactly(size + 2))
-                yield data[:-2]
-            while await timed(reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
-                pass
+            chunks = _Chunks()  # one read (and one idle timer) per arrival, not two per chunk
+            while not chunks.done:
+                data = await timed(reader.read(65536))
+                if not data:
+                    raise TransportError("the server closed the connection before the body was complete")
+                if piece := chunks.feed(data):
+                    yield piece
+            self._reusable = self._reusable and not chunks.extra
         elif self._framing == "length":
             left = self._length
             while left > 0:
@@ -159,12 +162,53 @@ class Response:
             self._pool.release(conn, self._reusable)
 
 
-async def _chunk_size(reader: asyncio.StreamReader, timed: object) -> int:
-    line = await timed(reader.readuntil(b"\r\n"))  # type: ignore[operator]
+class _Chunks:
+    """Decodes a chunked body from the bytes as they arrive; ``done`` after the last chunk and trailers."""
+
+    __slots__ = ("_buffer", "done", "extra")
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.done = False
+        self.extra = False
+        """Bytes came after the body (the connection is not reused)."""
+
+    def feed(self, data: bytes) -> bytes:
+        """The body bytes of the chunks ``data`` completes."""
+        buffer = self._buffer
+        buffer += data
+        pieces = []
+        pos = 0
+        while True:
+            end = buffer.find(b"\r\n", pos)
+            if end < 0:
+                _check_line(len(buffer) - pos)
+                break
+            size = _chunk_size(buffer[pos:end])
+            if size == 0:
+                last = buffer.find(b"\r\n\r\n", end)  # after the trailers, if any
+                _check_line(len(buffer) - end if last < 0 else 0)
+                self.done, self.extra = last >= 0, last >= 0 and len(buffer) > last + 4
+                break
+            start = end + 2
+            if len(buffer) < start + size + 2:
+                break
+            pieces.append(buffer[start : start + size])
+            pos = start + size + 2
+        del buffer[:pos]
+        return b"".join(pieces)
+
+
+def _check_line(length: int) -> None:
+    if length > _MAX_HEAD:
+        raise TransportError("response chunk line or trailers too long")
+
+
+def _chunk_size(line: bytearray) -> int:
     try:
         return int(line.split(b";", 1)[0], 16)
     except ValueError:
-        raise TransportError(f"bad chunk size line {line[:40]!r}") from None
+        raise TransportError(f"bad chunk size line {bytes(line[:40])!r}") from None
 
 
 class Pool:

@@ -151,9 +151,9 @@ def _custom_headers(variable: str | None) -> dict[str, str]:
 
 
 class _Events(Protocol):
-    """A streamed answer: ``(event name, parsed data)`` pairs, and ``close`` to let the connection go."""
+    """A streamed answer: ``(event name, data)`` pairs, and ``close`` to let the connection go."""
 
-    def __aiter__(self) -> AsyncIterator[tuple[str | None, Any]]: ...
+    def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]: ...
 
     async def close(self) -> None: ...
 
@@ -166,10 +166,8 @@ class _LeanEvents:
     def __init__(self, response: Response) -> None:
         self._response = response
 
-    async def __aiter__(self) -> AsyncIterator[tuple[str | None, Any]]:
-        async for name, data in sse_events(self._response.iter_bytes()):
-            if data:
-                yield name, loads(data)
+    def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
+        return sse_events(self._response.iter_bytes())
 
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
@@ -357,6 +355,7 @@ class AnthropicModel(ProviderModel):
         )
 
 
-def _payload(event: tuple[str | None, Any]) -> dict[str, Any]:
+def _payload(event: tuple[str | None, bytes]) -> dict[str, Any]:
     """One stream event as a payload listener sees it."""
-    return {"event": event[0], "data": event[1]}
+    name, data = event
+    return {"event": name, "data": loads(data) if data else None}

@@ -53,6 +53,7 @@ from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from .payloads import listening
 from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 if TYPE_CHECKING:
@@ -270,8 +271,11 @@ class OpenAIChatModel(ProviderModel):
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
-            async for chunk in self._tapped(aiter(chunks)):
-                feed(chunk)
+            if isinstance(chunks, LeanChunks) and not listening():
+                await chunks.read(feed)  # the hot path: no iterator between the body and the reader
+            else:
+                async for chunk in self._tapped(aiter(chunks)):
+                    feed(chunk)
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
