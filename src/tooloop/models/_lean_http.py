@@ -83,7 +83,18 @@ class Endpoint:
 class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
-    __slots__ = ("_conn", "_decoder", "_framing", "_head", "_headers", "_length", "_pool", "_reusable", "status")
+    __slots__ = (
+        "_conn",
+        "_decoder",
+        "_framing",
+        "_head",
+        "_headers",
+        "_length",
+        "_pool",
+        "_reusable",
+        "plain_length",
+        "status",
+    )
 
     def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
         # Only the framing is read now (from the lowercased head, without splitting it into
@@ -101,6 +112,8 @@ class Response:
         self._length = _content_length(length) if length is not None and not chunked else -1
         encoding = _value(lowered, b"\r\ncontent-encoding:")
         self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
+        self.plain_length = self._length if self._framing == "length" and encoding is None else -1
+        """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
 
     @property
     def headers(self) -> dict[str, str]:
