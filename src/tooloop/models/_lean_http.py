@@ -360,6 +360,9 @@ def _parse_headers(raw: bytes) -> dict[str, str]:
     return headers
 
 
+_CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
+
+
 class SSEDecoder:
     """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
 
@@ -376,13 +379,13 @@ class SSEDecoder:
     def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
         """The events completed by ``piece``."""
         buffer = self._buffer + piece if self._buffer else piece
-        if b"\r" in buffer:
+        if _CR in buffer:
             buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
         blocks = buffer.split(b"\n\n")
         self._buffer = blocks.pop()
         out: list[tuple[str | None, bytes]] = []
         for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block:  # the usual event: one data line
+            if block.startswith(b"data: ") and _LF not in block:  # the usual event: one data line
                 out.append((None, block[6:]))
             elif block:
                 _event(block, out)
