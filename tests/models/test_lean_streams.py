@@ -11,6 +11,7 @@ import pytest
 from tests.models.openai_wire import chunk
 from tests.support.rollout_server import RolloutServer
 from tooloop import Agent, AssistantMessage, RunFinished, StopReason, TextDelta, get_model, tool
+from tooloop.errors import ProviderOverloadedError
 from tooloop.models.openai_chat import OpenAIChatModel
 
 
@@ -19,6 +20,12 @@ async def lookup(key: str) -> str:
     """Look a key up."""
     await asyncio.sleep(0)
     return key.upper()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.lower().split(b"\r\n")
+    await reader.readexactly(next(int(line.split(b":")[1]) for line in lines if line.startswith(b"content-length")))
 
 
 @pytest.fixture
@@ -51,11 +58,7 @@ async def test_a_stream_abandoned_mid_answer_closes_its_connection() -> None:
     closed = asyncio.Event()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
-        )
-        await reader.readexactly(length)
+        await _read_request(reader)
         first = b"data: " + json.dumps(chunk({"role": "assistant", "content": "Hel"})).encode() + b"\n\n"
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         writer.write(b"%x\r\n%s\r\n" % (len(first), first))
@@ -79,3 +82,32 @@ async def test_a_stream_abandoned_mid_answer_closes_its_connection() -> None:
     result = events.result
     assert result is not None and result.stop_reason is StopReason.CANCELLED
     assert result.transcript[-1] == AssistantMessage("Hel", stop_reason=StopReason.CANCELLED)
+
+
+async def test_text_before_an_error_event_in_the_same_piece_is_streamed_and_kept() -> None:
+    failure = {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}
+    body = b"".join(
+        b"data: " + json.dumps(event).encode() + b"\n\n"
+        for event in (chunk({"role": "assistant", "content": "Hi"}), chunk({"content": " there"}), failure)
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(body))
+        writer.write(body)  # one piece: the text and the error arrive together
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    seen: list[str] = []
+    try:
+        async with get_model("openai-compatible:m", base_url=url, api_key="k", max_retries=0) as model:
+            with pytest.raises(ProviderOverloadedError, match="server had an error") as info:
+                async for event in Agent(model).stream("hi"):
+                    if isinstance(event, TextDelta):
+                        seen.append(event.text)
+    finally:
+        server.close()
+    assert seen == ["Hi", " there"]
+    assert info.value.partial_text == "Hi there"

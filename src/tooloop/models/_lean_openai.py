@@ -22,7 +22,7 @@ import math
 import random
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ._lean_http import Endpoint, Pool, Response, SSEDecoder, TransportError
@@ -200,41 +200,70 @@ class LeanOpenAI:
 class LeanChunks:
     """The decoded events of one SSE answer; ``done`` once its ``[DONE]`` line arrived.
 
-    An ``error`` object inside the stream raises :class:`LeanStreamError`, a broken or stalled
-    connection :class:`~._lean_http.TransportError`. After ``[DONE]`` the rest of the
+    Read them with :meth:`read` (each handed to a function as it arrives, the cheaper way) or by
+    iterating. An ``error`` object inside the stream raises :class:`LeanStreamError`, a broken or
+    stalled connection :class:`~._lean_http.TransportError`. After ``[DONE]`` the rest of the
     body is read (for at most half a second) so the connection goes back to the pool.
     """
 
     def __init__(self, response: Response) -> None:
         self.done = False
         self._response = response
+        self._decoder = SSEDecoder()
+        self._unread = _plain_length(response.headers)  # bytes of the body still to come, when known
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
+    async def read(self, take: Callable[[Any], None]) -> None:
+        """Call ``take`` with each event, in order, until ``[DONE]`` or the end of the body."""
         pieces = self._response.iter_bytes()
-        decoder = SSEDecoder()
-        unread = _plain_length(self._response.headers)
         try:
             async for piece in pieces:
-                unread -= len(piece)
-                for _, data in decoder.feed(piece):
-                    if data.startswith(b"[DONE]"):
-                        self.done = True
-                        break
-                    event = loads(data)
-                    if isinstance(event, dict) and event.get("error"):
-                        raise LeanStreamError(event["error"])
-                    yield event
+                events, failure = self._decode(piece)
+                for event in events:
+                    take(event)
+                if failure is not None:
+                    raise failure
                 if self.done:
+                    await self._drain(pieces)
                     break
-            if self.done:
-                await self._drain(pieces, waits=unread != 0)
         finally:
             await self.close()
 
-    async def _drain(self, pieces: AsyncIterator[bytes], *, waits: bool) -> None:
-        """Read the body to its end; ``waits``: bytes may still be on their way (else none are)."""
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        pieces = self._response.iter_bytes()
         try:
-            if not waits:  # every byte arrived: this only hands the connection back, no timer needed
+            async for piece in pieces:
+                events, failure = self._decode(piece)
+                for event in events:
+                    yield event
+                if failure is not None:
+                    raise failure
+                if self.done:
+                    await self._drain(pieces)
+                    break
+        finally:
+            await self.close()
+
+    def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
+        """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
+        self._unread -= len(piece)
+        events: list[Any] = []
+        for _, data in self._decoder.feed(piece):
+            if data.startswith(b"[DONE]"):
+                self.done = True
+                break
+            try:
+                event = loads(data)
+            except ValueError as exc:  # not JSON (nor UTF-8): raised after the events before it
+                return events, exc
+            if isinstance(event, dict) and event.get("error"):
+                return events, LeanStreamError(event["error"])
+            events.append(event)
+        return events, None
+
+    async def _drain(self, pieces: AsyncIterator[bytes]) -> None:
+        """Read the body to its end (at most half a second when some of it may still be on its way)."""
+        try:
+            if self._unread == 0:  # every byte arrived: this only hands the connection back, no timer needed
                 async for _ in pieces:
                     pass
                 return

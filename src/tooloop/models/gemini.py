@@ -160,6 +160,8 @@ class GeminiModel(ProviderModel):
             clients = PerLoop(client, None, close_client)
         else:
             clients = self._own_clients(model_name, _checked_key(key), base_url, idle, transport)
+        if self._lean is not None and settings is not None:
+            _with_extra({"generationConfig": {}}, settings.extra)  # refuse an unsendable field here, not per request
         self._init_common(
             model_name,
             provider=provider,

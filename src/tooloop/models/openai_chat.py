@@ -17,7 +17,6 @@ in the registry (``register_provider(name, factory, **defaults)`` sets them for 
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import math
 import os
@@ -39,7 +38,14 @@ from ..messages import (
     UserMessage,
 )
 from ..outcome import for_model
-from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
+from ._adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    USER_AGENT,
+    ProviderModel,
+    check_retries,
+    idle_timeout,
+)
 from ._errors import provider_error
 from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
 from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, lean_eligible
@@ -47,6 +53,7 @@ from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from .payloads import listening
 from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 if TYPE_CHECKING:
@@ -150,7 +157,7 @@ def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
-        "User-Agent": f"tooloop/{importlib.metadata.version('tooloop')}",
+        "User-Agent": USER_AGENT,
         "Authorization": f"Bearer {key}",
         "Accept-Encoding": "gzip, deflate",
     }
@@ -264,8 +271,11 @@ class OpenAIChatModel(ProviderModel):
         reader = ChatStreamReader(self.provider, on_event)
         feed = reader.feed
         try:
-            async for chunk in self._tapped(aiter(chunks)):
-                feed(chunk)
+            if isinstance(chunks, LeanChunks) and not listening():
+                await chunks.read(feed)  # the hot path: no iterator between the body and the reader
+            else:
+                async for chunk in self._tapped(aiter(chunks)):
+                    feed(chunk)
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
