@@ -6,6 +6,7 @@ until it answers without tools, stopping for a reason you can act on.
 
 import os
 
+from ._version import __version__
 from .agent import Agent
 from .context import ContextPolicy
 from .errors import (
@@ -89,8 +90,6 @@ from .store import SessionInfo, Store, open_store
 from .tools.source import ToolSource
 from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
-
-__version__ = "0.1.0"
 
 
 def load_agent(name: str, *, path: str | os.PathLike[str] | None = None) -> Agent:

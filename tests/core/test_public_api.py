@@ -138,3 +138,11 @@ def test_import_tooloop_imports_no_provider_sdk_and_no_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(SRC)}
     )
     assert json.loads(out.stdout) == []
+
+
+def test_the_version_is_the_one_the_package_metadata_gives() -> None:
+    import importlib.metadata
+
+    import tooloop
+
+    assert tooloop.__version__ == importlib.metadata.version("tooloop")

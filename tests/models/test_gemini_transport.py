@@ -37,7 +37,7 @@ from tooloop.messages import (
     ToolCallStatus,
     UserMessage,
 )
-from tooloop.models import ModelRequest, ModelSettings, OutputSchema, get_model
+from tooloop.models import ModelRequest, ModelSettings, OutputSchema, get_model, payloads
 from tooloop.models.gemini import GeminiModel
 from tooloop.outcome import render_parts
 
@@ -287,6 +287,8 @@ async def test_a_field_only_the_sdk_can_send_is_refused_on_the_lean_path(wire: W
     wire.queue(reply([{"text": "ok"}]))
     assert (await model(wire, transport="sdk").respond(request)).text == "ok"
     assert wire.requests[0].headers["x-trace"] == "t1"
+    with pytest.raises(ConfigurationError, match="'response_schema'"):  # a model's own settings: at once
+        model(wire, settings=ModelSettings(extra={"response_schema": {"type": "object"}}))
 
 
 # ---------------------------------------------------------------- retries and failures, both paths
@@ -373,3 +375,27 @@ async def test_error_payloads_give_the_same_error_on_both_paths(
     assert type(info.value) is cls
     assert text in str(info.value)
     assert "test-key" not in str(info.value)
+
+
+# ---------------------------------------------------------------- payload inspection
+
+
+@pytest.mark.parametrize("mode", ["plain", "stream"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_payload_listeners_see_what_went_over_the_wire(wire: WireServer, transport: str, mode: str) -> None:
+    chunks = [chunk([{"text": "Hi "}]), chunk([{"text": "there."}], "STOP", prompt=3, out=2)]
+    plain = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi there."}]}, "finishReason": "STOP"}]}
+    wire.queue(sse(*chunks) if mode == "stream" else json_reply(plain))
+    seen: list[payloads.ProviderPayload] = []
+    with payloads.listen(seen.append):
+        response = await model(wire, transport=transport).respond(ModelRequest([UserMessage("hello")]), listen(mode))
+    assert response.text == "Hi there."
+    request, answer = seen
+    assert (request.direction, request.provider, request.model) == ("request", "google", "gemini-2.5-flash")
+    if transport == "lean":
+        assert request.data == wire.requests[0].json  # the body the server received
+    else:
+        assert request.data["contents"] == wire.requests[0].json["contents"]
+    assert "test-key" not in request.to_json()
+    assert answer.streamed is (mode == "stream")
+    assert answer.data == (chunks if mode == "stream" else plain)  # the server's JSON, on either path

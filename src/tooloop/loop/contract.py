@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import CoroutineType
 
 from ..errors import ModelContractError
@@ -11,18 +11,23 @@ from ..events import EventHandler
 from ..messages import ModelResponse, ToolCall
 from ..models.base import Model, ModelRequest
 
-__all__ = ["respond"]
+__all__ = ["checked", "pending_response"]
 
 _CONTRACT = "Model.respond(request, on_event) must be async and return a tooloop.ModelResponse"
 
 
-async def respond(model: Model, request: ModelRequest, on_event: EventHandler | None) -> ModelResponse:
-    """``model.respond(request, on_event)``, raising :class:`ModelContractError` when the answer
-    breaks the contract (not awaitable, not a ``ModelResponse``, a malformed ``ToolCall``)."""
+def pending_response(model: Model, request: ModelRequest, on_event: EventHandler | None) -> Awaitable[ModelResponse]:
+    """``model.respond(request, on_event)``, not awaited yet; :class:`ModelContractError` when it
+    is not awaitable. Await it and pass the answer to :func:`checked`."""
     pending = model.respond(request, on_event)
     if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
         raise ModelContractError(f"{_name(model)}.respond returned {pending!r}, not an awaitable: {_CONTRACT}")
-    response = await pending
+    return pending
+
+
+def checked(model: Model, response: object) -> ModelResponse:
+    """``response`` when it keeps the contract (a ``ModelResponse`` with well-formed ``ToolCall``
+    values); :class:`ModelContractError` naming the model otherwise."""
     if not isinstance(response, ModelResponse):
         raise ModelContractError(f"{_name(model)}.respond returned {response!r}: {_CONTRACT}")
     for call in response.tool_calls:

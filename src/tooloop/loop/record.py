@@ -8,7 +8,6 @@ and the journal (a stored session), which is written once per step by :meth:`Rec
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from ..events import Event, MessageAdded
@@ -92,7 +91,16 @@ class Recorder:
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
         if usage.requests != 1 or usage.tool_calls:
-            usage = replace(usage, requests=1, tool_calls=0)
+            usage = Usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                1,
+                0,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.reasoning_tokens,
+                usage.cost,
+            )
         self.usage = self.usage + usage
 
     def count_call(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -43,7 +44,7 @@ from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
 from .cancel import CancelToken
 from .config import RunConfig, SessionSource
-from .contract import respond
+from .contract import checked, pending_response
 from .control import StepContext, call_hook
 from .limits import budget_spent, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
@@ -341,21 +342,16 @@ class Run:
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
         """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
         watcher = self.config.hooks.on_provider_payload
-        if watcher is None:
-            response = await self._ask(request, handler)
-        else:
-            with listen(watcher):  # the payloads of this request (and a smaller retry) go to the hook
-                response = await self._ask(request, handler)
+        # the payloads of this request (and a smaller retry) go to the hook
+        with listen(watcher) if watcher is not None else nullcontext():
+            try:
+                response = checked(self.model, await pending_response(self.model, request, handler))
+            except ContextLengthError as exc:
+                response = await self._request_smaller(request, handler, exc)
         usage = response.usage
         if usage.cost is None and self.provider in PRICED_PROVIDERS:
             response = replace(response, usage=priced(usage, self.provider, response.model or self.model.name))
         return response
-
-    async def _ask(self, request: ModelRequest, handler: Any) -> ModelResponse:
-        try:
-            return await respond(self.model, request, handler)
-        except ContextLengthError as exc:
-            return await self._request_smaller(request, handler, exc)
 
     async def _request_smaller(
         self, request: ModelRequest, handler: Any, overflow: ContextLengthError
@@ -368,7 +364,7 @@ class Run:
         self.steps.forget_partial()
         request = self._request = replace(request, messages=smaller)
         try:
-            return await respond(self.model, request, handler)
+            return checked(self.model, await pending_response(self.model, request, handler))
         except ContextLengthError as again:
             raise again from overflow
 

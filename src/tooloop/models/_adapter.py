@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
+from .._version import __version__
 from ..errors import ConfigurationError, ProviderError
 from ..events import EventHandler
 from ..messages import ModelResponse
@@ -22,13 +23,16 @@ from ._per_loop import ClientModel, PerLoop
 from .base import ModelRequest, ModelSettings
 from .payloads import listening, report, tap
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "ProviderModel", "check_retries", "root_cause"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "USER_AGENT", "ProviderModel", "check_retries", "root_cause"]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a request or stream may go without receiving a byte before it fails as a timeout."""
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection."""
+
+USER_AGENT = f"tooloop/{__version__}"
+"""What the lean transports send as ``User-Agent``."""
 
 
 class ProviderModel(ClientModel, ABC):

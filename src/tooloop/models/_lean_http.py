@@ -228,12 +228,16 @@ class Pool:
                 return await step  # type: ignore[misc, no-any-return]
             with deadline(self.read_timeout):
                 return await step  # type: ignore[misc, no-any-return]
-        except TimeoutError:
-            raise ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s") from None
-        except asyncio.LimitOverrunError:
-            raise TransportError("response header or chunk line too long") from None
-        except _STALE as exc:
-            raise TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}") from exc
+        except (TimeoutError, asyncio.LimitOverrunError, *_STALE) as exc:
+            raise self._failure(exc) from (exc if isinstance(exc, _STALE) else None)
+
+    def _failure(self, exc: BaseException) -> TransportError:
+        """The transport error for what a read raised."""
+        if isinstance(exc, TimeoutError):
+            return ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s")
+        if isinstance(exc, asyncio.LimitOverrunError):
+            return TransportError("response header or chunk line too long")
+        return TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}")
 
     async def request(self, head: bytes, body: bytes) -> Response:
         """Send one request (``head`` ends with the blank line) and read the response's status and headers."""
@@ -292,7 +296,15 @@ class Pool:
             if len(body) >= 65536:
                 writer.write(body)
                 await writer.drain()
-            response = Response(self, conn, await self.timed(reader.readuntil(b"\r\n\r\n")))
+            if self.read_timeout is None:
+                head = await self.timed(reader.readuntil(b"\r\n\r\n"))
+            else:  # the usual case, without a coroutine around the read
+                try:
+                    with deadline(self.read_timeout):
+                        head = await reader.readuntil(b"\r\n\r\n")
+                except (TimeoutError, asyncio.LimitOverrunError, *_STALE) as exc:
+                    raise self._failure(exc) from (exc if isinstance(exc, _STALE) else None)
+            response = Response(self, conn, head)
         except TransportError as exc:
             writer.close()
             if not fresh and _nothing_received(exc):

@@ -37,6 +37,8 @@ class PerLoop(Generic[T]):
         self._closer = closer
         self._unbound: T | None = first
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = weakref.WeakKeyDictionary()
+        # The client the last get() returned and its loop: one loop asks again and again.
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, T | None] = (None, None)
         _ALL.add(self)
 
     def get(self) -> T:
@@ -44,6 +46,9 @@ class PerLoop(Generic[T]):
         if self._factory is None:
             return self.first
         loop = asyncio.get_running_loop()
+        last_loop, last_client = self._last
+        if last_loop is not None and last_loop() is loop:
+            return last_client  # type: ignore[return-value]
         client = self._clients.get(loop)
         if client is None:
             if self._unbound is not None:
@@ -51,6 +56,7 @@ class PerLoop(Generic[T]):
             else:
                 client = self._factory()
             self._clients[loop] = client
+        self._last = (weakref.ref(loop), client)
         return client
 
     def all(self) -> list[T]:
@@ -64,6 +70,7 @@ class PerLoop(Generic[T]):
             return
         clients = {id(c): c for c in [self.first, *self._clients.values()]}
         self._clients.clear()
+        self._last = (None, None)
         self._unbound = None
         for client in clients.values():
             await self._closer(client)
@@ -73,6 +80,8 @@ class PerLoop(Generic[T]):
         if self._factory is None or self._closer is None:
             return
         client = self._clients.pop(loop, None)
+        if self._last[1] is client:
+            self._last = (None, None)
         if client is not None:
             await self._closer(client)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -53,17 +54,18 @@ class ModelSettings:
         """These settings with every field that ``override`` sets taking precedence."""
         if override is None or override is self:
             return self
-        changes: dict[str, Any] = {}
-        for name in _SIMPLE_FIELDS:
-            value = getattr(override, name)
-            if value is not None:
-                changes[name] = value
+        values = _simple_values(override)
+        if values.count(None) == len(values) and not override.extra:  # every request of a plain run
+            return self
+        pairs = zip(_SIMPLE_FIELDS, values, strict=True)
+        changes: dict[str, Any] = {name: value for name, value in pairs if value is not None}
         if override.extra:
             changes["extra"] = {**self.extra, **override.extra}
         return replace(self, **changes) if changes else self
 
 
 _SIMPLE_FIELDS = tuple(f.name for f in fields(ModelSettings) if f.name != "extra")
+_simple_values = operator.attrgetter(*_SIMPLE_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)

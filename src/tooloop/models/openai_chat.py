@@ -17,7 +17,6 @@ in the registry (``register_provider(name, factory, **defaults)`` sets them for 
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import math
 import os
@@ -39,7 +38,14 @@ from ..messages import (
     UserMessage,
 )
 from ..outcome import for_model
-from ._adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ProviderModel, check_retries, idle_timeout
+from ._adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    USER_AGENT,
+    ProviderModel,
+    check_retries,
+    idle_timeout,
+)
 from ._errors import provider_error
 from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
 from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, lean_eligible
@@ -151,7 +157,7 @@ def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
-        "User-Agent": f"tooloop/{importlib.metadata.version('tooloop')}",
+        "User-Agent": USER_AGENT,
         "Authorization": f"Bearer {key}",
         "Accept-Encoding": "gzip, deflate",
     }
