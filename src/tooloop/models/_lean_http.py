@@ -399,9 +399,20 @@ class SSEDecoder:
         for block in blocks:
             if block.startswith(b"data: ") and _LF not in block:  # the usual event: one data line
                 out.append((None, block[6:]))
+            elif block.startswith(b"event: "):
+                _named(block, out)
             elif block:
                 _event(block, out)
         return out
+
+
+def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """A named event: usually one ``event:`` line and one ``data:`` line (else the general rule)."""
+    end = block.find(_LF)
+    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(_LF, end + 1) < 0:
+        out.append((block[7:end].decode(), block[end + 7 :]))
+    else:
+        _event(block, out)
 
 
 def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
