@@ -164,6 +164,23 @@ async def test_a_configured_proxy_is_used_through_the_sdk(
     assert wire.requests[0].headers["user-agent"].startswith("AsyncAnthropic/")
 
 
+def test_the_sdk_path_without_the_sdk_says_what_to_install() -> None:
+    code = """
+import sys
+sys.modules["anthropic"] = None  # as if the package were not installed
+from tooloop import get_model
+from tooloop.errors import ConfigurationError
+get_model("anthropic:claude-haiku-4-5", base_url="http://127.0.0.1:9", api_key="k")  # lean: no SDK needed
+try:
+    get_model("anthropic:claude-haiku-4-5", base_url="http://127.0.0.1:9", api_key="k", transport="sdk")
+except ConfigurationError as exc:
+    assert 'pip install "tooloop[anthropic]"' in str(exc), exc
+else:
+    raise AssertionError("no error")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT)
+
+
 def test_an_unknown_transport_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="transport must be 'lean' or 'sdk'"):
         get_model(f"anthropic:{aw.MODEL}", api_key=KEY, transport="curl")

@@ -12,10 +12,10 @@ Failures are :class:`GeminiStatusError` (an error status, with Google's error JS
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
-from ._lean_http import Endpoint, Pool, Response, sse_events
+from ._lean_http import Endpoint, Pool, Response, SSEDecoder
 from ._lean_openai import dumps, loads
 from ._per_loop import PerLoop
 
@@ -98,23 +98,39 @@ class LeanGemini:
 class GeminiEvents:
     """The JSON chunks of one streamed answer.
 
-    An error event raises :class:`GeminiStreamError`, a broken or stalled connection
-    :class:`~._lean_http.TransportError`. A stream read to its end gives its connection back to
-    the pool; :meth:`close` drops it otherwise.
+    Read them with :meth:`read` (each handed to a function as it arrives, the cheaper way) or by
+    iterating. An error event raises :class:`GeminiStreamError` (after the events before it), a
+    broken or stalled connection :class:`~._lean_http.TransportError`. A stream read to its end
+    gives its connection back to the pool; :meth:`close` drops it otherwise.
     """
 
     def __init__(self, response: Response) -> None:
         self._response = response
+        self._decoder = SSEDecoder()
+
+    async def read(self, take: Callable[[Any], None]) -> None:
+        """Call ``take`` with each event, in order, until the end of the body."""
+        try:
+            async for piece in self._response.iter_bytes():
+                for event in self._decode(piece):
+                    take(event)
+        finally:
+            self.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         try:
-            async for _, data in sse_events(self._response.iter_bytes()):
-                event = loads(data)
-                if isinstance(event, dict) and isinstance(event.get("error"), dict):
-                    raise GeminiStreamError(event)
-                yield event
+            async for piece in self._response.iter_bytes():
+                for event in self._decode(piece):
+                    yield event
         finally:
             self.close()
+
+    def _decode(self, piece: bytes) -> Iterator[Any]:
+        for _, data in self._decoder.feed(piece):
+            event = loads(data)
+            if isinstance(event, dict) and isinstance(event.get("error"), dict):
+                raise GeminiStreamError(event)
+            yield event
 
     def close(self) -> None:
         """Drop the connection unless the body was read to its end."""

@@ -385,6 +385,9 @@ def _parse_headers(raw: bytes) -> dict[str, str]:
     return headers
 
 
+_CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
+
+
 class SSEDecoder:
     """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
 
@@ -401,17 +404,28 @@ class SSEDecoder:
     def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
         """The events completed by ``piece``."""
         buffer = self._buffer + piece if self._buffer else piece
-        if b"\r" in buffer:
+        if _CR in buffer:
             buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
         blocks = buffer.split(b"\n\n")
         self._buffer = blocks.pop()
         out: list[tuple[str | None, bytes]] = []
         for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block:  # the usual event: one data line
+            if block.startswith(b"data: ") and _LF not in block:  # the usual event: one data line
                 out.append((None, block[6:]))
+            elif block.startswith(b"event: "):
+                _named(block, out)
             elif block:
                 _event(block, out)
         return out
+
+
+def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """A named event: usually one ``event:`` line and one ``data:`` line (else the general rule)."""
+    end = block.find(_LF)
+    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(_LF, end + 1) < 0:
+        out.append((block[7:end].decode(), block[end + 7 :]))
+    else:
+        _event(block, out)
 
 
 def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError, ModelResponseError, ProviderError
@@ -113,10 +114,20 @@ def create(
             connect_timeout=connect,
         )
         return AnthropicModel(model_name, lean=lean(read_timeout=idle), lean_factory=lean, secret=key, **common)
-    from ._anthropic_sdk import client_factory
-
-    factory = client_factory(key, url, max_retries, idle, connect, headers)
+    factory = _sdk().client_factory(key, url, max_retries, idle, connect, headers)
     return AnthropicModel(model_name, client=factory(), client_factory=factory, **common)
+
+
+def _sdk() -> ModuleType:
+    """The SDK path's module; a clear error when the ``anthropic`` package is not installed."""
+    try:
+        from . import _anthropic_sdk
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{exc}: transport='sdk' (also chosen when a proxy is configured for the URL) needs the "
+            'anthropic SDK: pip install "tooloop[anthropic]"'
+        ) from exc
+    return _anthropic_sdk
 
 
 def _key(api_key: str | None, env: str | None) -> str:

@@ -50,6 +50,7 @@ from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
 from ._lean_openai import lean_eligible
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, ToolDefinition
+from .payloads import listening
 from .portable import ToolBatch, Turn, own_thinking, turns
 
 if TYPE_CHECKING:
@@ -236,7 +237,14 @@ class GeminiModel(ProviderModel):
             reader.add(data)
             return reader.finish(streamed=False)
         events = await self._lean.stream(body)
-        return await self._read_stream(aiter(events), reader, events)
+        if listening():
+            return await self._read_stream(aiter(events), reader, events)
+        try:
+            await events.read(reader.add)  # the hot path: no iterator between the body and the reader
+        except BaseException:
+            events.close()  # abandoned half way: the connection's state is unknown
+            raise
+        return reader.finish(streamed=True)
 
     async def _once_sdk(
         self, body: dict[str, Any], extra: Mapping[str, Any], stream: bool, reader: _Reader
