@@ -49,23 +49,33 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+# The model events are built once per streamed chunk, so they fill their slots directly: the
+# __init__ a frozen dataclass gets calls object.__setattr__ per field, at twice the cost.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class TextDelta:
     """A piece of the model's answer text arrived."""
 
     text: str
     kind: ClassVar[Literal["text_delta"]] = "text_delta"
 
+    def __init__(self, text: str) -> None:
+        _set_text(self, text)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ThinkingDelta:
     """A piece of the model's visible reasoning arrived."""
 
     text: str
     kind: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
 
+    def __init__(self, text: str) -> None:
+        _set_thinking(self, text)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCallDelta:
     """A piece of a tool call arrived while the response streams (name first, then arguments)."""
 
@@ -74,6 +84,28 @@ class ToolCallDelta:
     name: str | None = None
     arguments_delta: str = ""
     kind: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
+
+    def __init__(
+        self, index: int, tool_call_id: str | None = None, name: str | None = None, arguments_delta: str = ""
+    ) -> None:
+        _set_index(self, index)
+        _set_call_id(self, tool_call_id)
+        _set_name(self, name)
+        _set_arguments(self, arguments_delta)
+
+
+def _setter(cls: type, field_name: str) -> Callable[[Any, Any], None]:
+    """The slot's own setter (a frozen dataclass refuses ``setattr``, the slot does not)."""
+    setter: Callable[[Any, Any], None] = cls.__dict__[field_name].__set__
+    return setter
+
+
+_set_text = _setter(TextDelta, "text")
+_set_thinking = _setter(ThinkingDelta, "text")
+_set_index = _setter(ToolCallDelta, "index")
+_set_call_id = _setter(ToolCallDelta, "tool_call_id")
+_set_name = _setter(ToolCallDelta, "name")
+_set_arguments = _setter(ToolCallDelta, "arguments_delta")
 
 
 ModelEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallDelta
