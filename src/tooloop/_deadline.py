@@ -48,9 +48,11 @@ class Scope:
         if self._state == _LIVE:
             self._state = _LEFT
             self._queue.left()
-        elif self._state == _EXPIRED and exc_type is asyncio.CancelledError:
-            # Ours only if no other cancellation is pending (the same rule as asyncio.timeout).
-            if self._task.uncancel() <= self._cancelling:
+        elif self._state == _EXPIRED:
+            # Our cancel is taken back even when the block swallowed it; the CancelledError is
+            # ours to turn into TimeoutError only if no other cancellation is pending (the same
+            # rules as asyncio.timeout).
+            if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
                 raise TimeoutError from exc
 
     def _expire(self) -> None:

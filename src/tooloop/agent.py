@@ -338,8 +338,7 @@ class Agent:
         """
         run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
         try:
-            async for _ in run.messages():
-                pass
+            await run.finish()
         except ToolloopError as exc:
             if raise_errors:
                 raise

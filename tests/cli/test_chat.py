@@ -113,7 +113,7 @@ def test_ctrl_c_cancels_the_turn_and_the_session_goes_on(spawn: pexpect.spawn, w
 
     spawn.sendintr()  # at the prompt: once warns, twice quits
     spawn.expect("Ctrl-C again")
-    spawn.expect(PROMPT)  # the prompt reads keys again (a Ctrl-C before that is a plain SIGINT: exit 130)
+    spawn.expect(PROMPT)  # the prompt is back (reading keys again), so Ctrl-C is a key, not a signal
     spawn.sendintr()
     spawn.expect(pexpect.EOF)
     spawn.close()

@@ -172,3 +172,15 @@ def test_each_event_loop_has_its_own_timer_also_on_other_threads() -> None:
 def test_deadline_outside_a_task_is_refused() -> None:
     with pytest.raises(RuntimeError, match="running"):
         deadline(1)
+
+
+async def test_an_expiry_the_block_swallowed_leaves_the_task_not_cancelling() -> None:
+    with deadline(0.02) as scope:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            pass  # a block that swallows the cancel finishes normally, as with asyncio.timeout
+    assert scope.expired
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0.01)  # and the task can go on awaiting

@@ -27,6 +27,10 @@ BODIES = {
         b"data\n\nid: 3\nretry: 5\ndata: x\n\nevent:e\ndata:  two\n\n",
         [(None, b""), (None, b"x"), ("e", b" two")],
     ),
+    "named events: two data lines, an id line, a name with spaces": (
+        b"event: a b\ndata: 1\ndata: 2\n\nevent: c\nid: 7\ndata: 3\n\nevent: d\n\nevent: e\ndata: 4\n\n",
+        [("a b", b"1\n2"), ("c", b"3"), ("e", b"4")],
+    ),
     "an event the body ends before its blank line": (
         b"data: whole\n\ndata: cut",
         [(None, b"whole")],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from decimal import Decimal
@@ -160,14 +160,43 @@ class Run:
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
 
+    async def finish(self) -> None:
+        """Advance the run to its end without yielding messages (what ``run()`` needs).
+
+        The same steps as :meth:`messages`, without an async generator per run: at thousands of
+        concurrent runs every object a run keeps alive is scanned by the garbage collector.
+        """
+        watch = self.watch = Watch.start(self._facts, self.config.tracer or default_tracer(), self.provider)
+        try:
+            if self._session is None:
+                await self._drive()
+            else:
+                await self._open_session(self._session)
+                try:
+                    await self._drive()
+                finally:
+                    await self._close_session(self._session)
+        except BaseException as exc:
+            if watch is not None:
+                watch.finished(None, self.record.usage, exc, self.record.transcript)
+            raise
+        if watch is not None:
+            watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
+
     async def _in_session(self, session: SessionSource) -> AsyncGenerator[Message, None]:
         try:
-            history, self.record.journal = await session.open()
-            self._set_history(history)
+            await self._open_session(session)
             async for message in self._advance():
                 yield message
         finally:
-            await session.close(self.record.usage, getattr(self.model, "name", None), self.record.transcript)
+            await self._close_session(session)
+
+    async def _open_session(self, session: SessionSource) -> None:
+        history, self.record.journal = await session.open()
+        self._set_history(history)
+
+    async def _close_session(self, session: SessionSource) -> None:
+        await session.close(self.record.usage, getattr(self.model, "name", None), self.record.transcript)
 
     def _facts(self) -> RunFacts:
         config = self.config
@@ -181,6 +210,28 @@ class Run:
         )
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
+        step = self._first_step()
+        while True:
+            if not await self.steps.run(step):
+                self.stop_reason = StopReason.CANCELLED
+            for message in self.record.drain():
+                yield message
+            if self.stop_reason is not None:
+                return
+            step = self._turn()
+
+    async def _drive(self) -> None:
+        """:meth:`_advance` for :meth:`finish`: the same steps, nobody takes the messages."""
+        step = self._first_step()
+        while True:
+            if not await self.steps.run(step):
+                self.stop_reason = StopReason.CANCELLED
+            self.record.drain()
+            if self.stop_reason is not None:
+                return
+            step = self._turn()
+
+    def _first_step(self) -> Coroutine[Any, Any, None]:
         self.steps.start_clock()
         if self.turn_id is not None:
             self._find_turn(self.turn_id)
@@ -190,15 +241,7 @@ class Run:
             # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
             self.record.append([UserMessage(self._prompt, self.turn_id)])
             self._prompt = None
-        step = self._begin()
-        while True:
-            if not await self.steps.run(step):
-                self.stop_reason = StopReason.CANCELLED
-            for message in self.record.drain():
-                yield message
-            if self.stop_reason is not None:
-                return
-            step = self._turn()
+        return self._begin()
 
     def result(self) -> RunResult:
         """The outcome, once :meth:`messages` is exhausted."""
@@ -324,8 +367,10 @@ class Run:
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
         )
-        record.emit(ModelRequestStarted(self.iteration))
-        handler = self._model_event if record.on_event is not None else None
+        listening = record.on_event is not None
+        if listening:
+            record.emit(ModelRequestStarted(self.iteration))
+        handler = self._model_event if listening else None
         if self.watch is None:
             response = await self._respond(request, handler)
         else:
@@ -336,7 +381,8 @@ class Run:
         self._response = response
         self._last_cost = response.usage.cost
         record.count_request(response.usage)
-        record.emit(ModelRequestFinished(self.iteration, response, record.usage))
+        if listening:
+            record.emit(ModelRequestFinished(self.iteration, response, record.usage))
         return response
 
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:

@@ -83,7 +83,18 @@ class Endpoint:
 class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
-    __slots__ = ("_conn", "_decoder", "_framing", "_head", "_headers", "_length", "_pool", "_reusable", "status")
+    __slots__ = (
+        "_conn",
+        "_decoder",
+        "_framing",
+        "_head",
+        "_headers",
+        "_length",
+        "_pool",
+        "_reusable",
+        "plain_length",
+        "status",
+    )
 
     def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
         # Only the framing is read now (from the lowercased head, without splitting it into
@@ -101,6 +112,8 @@ class Response:
         self._length = _content_length(length) if length is not None and not chunked else -1
         encoding = _value(lowered, b"\r\ncontent-encoding:")
         self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
+        self.plain_length = self._length if self._framing == "length" and encoding is None else -1
+        """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -372,6 +385,9 @@ def _parse_headers(raw: bytes) -> dict[str, str]:
     return headers
 
 
+_CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
+
+
 class SSEDecoder:
     """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
 
@@ -388,17 +404,28 @@ class SSEDecoder:
     def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
         """The events completed by ``piece``."""
         buffer = self._buffer + piece if self._buffer else piece
-        if b"\r" in buffer:
+        if _CR in buffer:
             buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
         blocks = buffer.split(b"\n\n")
         self._buffer = blocks.pop()
         out: list[tuple[str | None, bytes]] = []
         for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block:  # the usual event: one data line
+            if block.startswith(b"data: ") and _LF not in block:  # the usual event: one data line
                 out.append((None, block[6:]))
+            elif block.startswith(b"event: "):
+                _named(block, out)
             elif block:
                 _event(block, out)
         return out
+
+
+def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """A named event: usually one ``event:`` line and one ``data:`` line (else the general rule)."""
+    end = block.find(_LF)
+    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(_LF, end + 1) < 0:
+        out.append((block[7:end].decode(), block[end + 7 :]))
+    else:
+        _event(block, out)
 
 
 def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:

@@ -210,7 +210,7 @@ class LeanChunks:
         self.done = False
         self._response = response
         self._decoder = SSEDecoder()
-        self._unread = _plain_length(response.headers)  # bytes of the body still to come, when known
+        self._unread = response.plain_length  # bytes of the body still to come, when known
 
     async def read(self, take: Callable[[Any], None]) -> None:
         """Call ``take`` with each event, in order, until ``[DONE]`` or the end of the body."""
@@ -276,16 +276,6 @@ class LeanChunks:
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
-
-
-def _plain_length(headers: Mapping[str, str]) -> int:
-    """The body's length when the server gave it and the body is not encoded, else -1 (unknown)."""
-    length = headers.get("content-length")
-    if length is None or not length.isdigit() or "content-encoding" in headers:
-        return -1
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        return -1
-    return int(length)
 
 
 def _stream_error_message(error: Any) -> str:

@@ -154,7 +154,7 @@ class Tool:
 
     async def call(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
         """Run the function with validated ``kwargs`` (sync functions in a worker thread)."""
-        if not self.is_async:
+        if not self._is_async:
             return await finish_sync(self.in_thread(kwargs, context))
         if self.context_param is not None:
             kwargs[self.context_param] = context
