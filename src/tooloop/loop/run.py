@@ -367,8 +367,10 @@ class Run:
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
         )
-        record.emit(ModelRequestStarted(self.iteration))
-        handler = self._model_event if record.on_event is not None else None
+        listening = record.on_event is not None
+        if listening:
+            record.emit(ModelRequestStarted(self.iteration))
+        handler = self._model_event if listening else None
         if self.watch is None:
             response = await self._respond(request, handler)
         else:
@@ -379,7 +381,8 @@ class Run:
         self._response = response
         self._last_cost = response.usage.cost
         record.count_request(response.usage)
-        record.emit(ModelRequestFinished(self.iteration, response, record.usage))
+        if listening:
+            record.emit(ModelRequestFinished(self.iteration, response, record.usage))
         return response
 
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:

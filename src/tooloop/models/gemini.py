@@ -424,6 +424,8 @@ def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]])
 
 def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
+    if not thinking:
+        return parts
     for part in own_thinking(thinking, PROVIDER):
         thought: dict[str, Any] = {"text": part.text, "thought": True}
         if part.signature:
@@ -464,7 +466,7 @@ def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]
             "name": call.tool_name,
             "response": {"error" if outcome.is_error else "result": outcome.text},
         }
-        images = native_parts(outcome, _IMAGE_TYPES)
+        images = native_parts(outcome, _IMAGE_TYPES) if outcome.parts else None
         if images is not None:  # the text form (placeholders included) stays the result
             # written with the proto field names, as the SDK writes a function response's parts
             response["parts"] = [
