@@ -105,8 +105,9 @@ class Response:
         self._pool = pool
         self._conn: _Conn | None = conn
         lowered = head.lower()
-        self._reusable = b"close" not in (_value(lowered, b"\r\nconnection:") or b"")
-        chunked = b"chunked" in (_value(lowered, b"\r\ntransfer-encoding:") or b"")
+        # find() rather than "in": a bytes needle in bytes.__contains__ first fails as an int
+        self._reusable = (_value(lowered, b"\r\nconnection:") or b"").find(b"close") < 0
+        chunked = (_value(lowered, b"\r\ntransfer-encoding:") or b"").find(b"chunked") >= 0
         length = _value(lowered, b"\r\ncontent-length:")
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
         self._length = _content_length(length) if length is not None and not chunked else -1
@@ -132,10 +133,15 @@ class Response:
             data = b"".join([piece async for piece in self._raw_pieces()])
         return self._decoder.decompress(data) + self._decoder.flush() if self._decoder else data
 
-    async def iter_bytes(self) -> AsyncIterator[bytes]:
+    def iter_bytes(self) -> AsyncIterator[bytes]:
         """The body as it arrives, decoded."""
-        async for piece in self._raw_pieces():
-            yield self._decoder.decompress(piece) if self._decoder else piece
+        pieces = self._raw_pieces()
+        return pieces if self._decoder is None else self._decompressed(pieces)
+
+    async def _decompressed(self, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        assert self._decoder is not None
+        async for piece in pieces:
+            yield self._decoder.decompress(piece)
 
     def close(self) -> None:
         """Drop the connection without reading the rest (a stream abandoned half way)."""

@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+from .._deadline import deadline
 from ._lean_http import Endpoint, Pool, Response, SSEDecoder, TransportError
 from ._per_loop import PerLoop
 
@@ -267,7 +268,7 @@ class LeanChunks:
                 async for _ in pieces:
                     pass
                 return
-            async with asyncio.timeout(_DRAIN_SECONDS):
+            with deadline(_DRAIN_SECONDS):
                 async for _ in pieces:
                     pass
         except (TimeoutError, TransportError):
