@@ -49,12 +49,12 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
 
 async def _consult(batch: BatchContext, approver: Approver, request: ApprovalRequest) -> ApprovalDecision:
     """Ask ``approver``, with an :class:`ApprovalRequested` event and always its :class:`ApprovalDecided`."""
-    batch.emit(ApprovalRequested(request))
+    batch.record.emit(ApprovalRequested(request))
     decision = None
     try:
         decision = await _ask(approver, request)
     finally:
-        batch.emit(ApprovalDecided(request, decision))
+        batch.record.emit(ApprovalDecided(request, decision))
     return decision
 
 

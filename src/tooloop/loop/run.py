@@ -167,15 +167,22 @@ class Run:
         concurrent runs every object a run keeps alive is scanned by the garbage collector.
         """
         watch = self.watch = Watch.start(self._facts, self.config.tracer or default_tracer(), self.provider)
+        session = self._session
         try:
-            if self._session is None:
-                await self._drive()
-            else:
-                await self._open_session(self._session)
-                try:
-                    await self._drive()
-                finally:
-                    await self._close_session(self._session)
+            try:
+                if session is not None:
+                    await self._open_session(session)
+                step = self._first_step()
+                while True:  # the steps of _advance, nobody takes the messages
+                    if not await self.steps.run(step):
+                        self.stop_reason = StopReason.CANCELLED
+                    self.record.drain()
+                    if self.stop_reason is not None:
+                        break
+                    step = self._turn()
+            finally:
+                if session is not None:
+                    await self._close_session(session)
         except BaseException as exc:
             if watch is not None:
                 watch.finished(None, self.record.usage, exc, self.record.transcript)
@@ -216,17 +223,6 @@ class Run:
                 self.stop_reason = StopReason.CANCELLED
             for message in self.record.drain():
                 yield message
-            if self.stop_reason is not None:
-                return
-            step = self._turn()
-
-    async def _drive(self) -> None:
-        """:meth:`_advance` for :meth:`finish`: the same steps, nobody takes the messages."""
-        step = self._first_step()
-        while True:
-            if not await self.steps.run(step):
-                self.stop_reason = StopReason.CANCELLED
-            self.record.drain()
             if self.stop_reason is not None:
                 return
             step = self._turn()
@@ -482,21 +478,19 @@ class Run:
             run_id=self.run_id,
             token=self.steps.token,
             call_ids=self.call_ids,
-            emit=record.emit,
-            record_outcome=record.record_outcome,
-            count_call=record.count_call,
-            request_stop=self._ask_to_stop,
-            stop_requested=self._asked_to_stop,
-            step_context=self.step_context,
+            record=record,
+            owner=self,
             lingering=self.lingering,
             watch=self.watch,
         )
         return self._batch_view
 
-    def _ask_to_stop(self, reason: StopReason) -> None:
+    def request_stop(self, reason: StopReason) -> None:
+        """A tool hook asked the run to stop (the batch finishes first)."""
         self._stop_asked = reason
 
-    def _asked_to_stop(self) -> StopReason | None:
+    def stop_requested(self) -> StopReason | None:
+        """The stop a tool hook asked for, if any."""
         return self._stop_asked
 
     async def _resume_batch(self, start: int, calls: list[ToolCallMessage]) -> None:

@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import Event, ToolCallFinished, ToolCallProgress, ToolCallStarted
@@ -30,6 +30,7 @@ from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .limits import Limits
 from .observe import Watch
+from .record import Recorder
 from .repair import interrupted, unique_id
 from .result import ApprovalDecision
 
@@ -40,6 +41,7 @@ except ImportError:  # pragma: no cover - orjson comes with the provider extras
 
 __all__ = [
     "BatchContext",
+    "BatchOwner",
     "Slot",
     "cancel_unfinished",
     "close",
@@ -49,6 +51,22 @@ __all__ = [
     "slots_from_messages",
     "slots_from_response",
 ]
+
+
+class BatchOwner(Protocol):
+    """The run a batch belongs to, as the batch sees it."""
+
+    def request_stop(self, reason: StopReason) -> None:
+        """A hook asked the run to stop: calls not started yet will not start."""
+        ...
+
+    def stop_requested(self) -> StopReason | None:
+        """The stop a hook asked for, if any."""
+        ...
+
+    def step_context(self, call: Slot | None = None) -> StepContext:
+        """The snapshot tool hooks receive about ``call``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,16 +84,11 @@ class BatchContext:
     token: CancelToken
     call_ids: set[str]
     """Every call id of the transcript; new calls get an id not in it, and add it."""
-    emit: Callable[[Event], None]
-    record_outcome: Callable[[ToolCallMessage], Awaitable[None]]
-    """Journal one finished call at once."""
-    count_call: Callable[[], None]
-    """Count one executed call in the run's usage."""
-    request_stop: Callable[[StopReason], None]
-    """A hook asked the run to stop: calls not started yet will not start."""
-    stop_requested: Callable[[], StopReason | None]
-    step_context: Callable[[Slot], StepContext]
-    """The snapshot tool hooks receive about this call."""
+    record: Recorder
+    """Where events go (``emit``), finished calls are journaled at once (``record_outcome``) and
+    executed calls counted (``count_call``)."""
+    owner: BatchOwner
+    """The run: hooks may ask it to stop, and give tool hooks their snapshot."""
     lingering: Lingering
     """The run's sync calls whose threads may still run (barriers wait for them)."""
     watch: Watch | None = None
@@ -305,22 +318,22 @@ async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal:
     hook = batch.hooks.after_tool_call
     if not slot.hooked and hook is not None:
         slot.hooked = True
-        control = await call_hook(hook, batch.step_context(slot))
+        control = await call_hook(hook, batch.owner.step_context(slot))
         if steer and control.action == "override":
             _finish_ok(slot, control.result)
         elif steer and control.action == "stop":
-            batch.request_stop(control.reason)
+            batch.owner.request_stop(control.reason)
     slot.hooked = True
     if journal:
         assert slot.outcome is not None
-        await batch.record_outcome(slot.outcome)
+        await batch.record.record_outcome(slot.outcome)
     _announce(slot, batch)
 
 
 def _announce(slot: Slot, batch: BatchContext) -> None:
     if not slot.closed and slot.outcome is not None:
         slot.closed = True
-        batch.emit(ToolCallFinished(slot.outcome))
+        batch.record.emit(ToolCallFinished(slot.outcome))
 
 
 def _is_sequential(slot: Slot) -> bool:
@@ -328,7 +341,7 @@ def _is_sequential(slot: Slot) -> bool:
 
 
 async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
-    if batch.stop_requested() is None:
+    if batch.owner.stop_requested() is None:
         await _decide_and_run(slot, batch, iteration)
     if slot.outcome is None:
         _stopped(slot)
@@ -337,12 +350,12 @@ async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
 
 async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> None:
     before = batch.hooks.before_tool_call
-    control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.step_context(slot))
+    control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.owner.step_context(slot))
     if control.action == "stop":
-        batch.request_stop(control.reason)
+        batch.owner.request_stop(control.reason)
     elif control.action == "override":
         _finish_ok(slot, control.result)
-    elif before is None or batch.stop_requested() is None:  # another call's hook may have stopped the run
+    elif before is None or batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
         await _execute(slot, batch, iteration)
 
 
@@ -353,7 +366,7 @@ def _stopped(slot: Slot) -> None:
 async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     tool, template = slot.tool, slot.template
     assert tool is not None and slot.kwargs is not None
-    batch.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
+    batch.record.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
     context = ToolContext(
         template.tool_call_id,
         template.tool_name,
@@ -363,11 +376,11 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         batch.token,
         batch.run_id,
         on_progress=functools.partial(
-            _progress, asyncio.get_running_loop(), batch.emit, template.tool_call_id, template.tool_name
+            _progress, asyncio.get_running_loop(), batch.record.emit, template.tool_call_id, template.tool_name
         ),
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
-    batch.count_call()
+    batch.record.count_call()
     if batch.watch is None:
         await _invoke(slot, tool, context, timeout, batch)
         return

@@ -300,9 +300,12 @@ class Pool:
 
     async def _open(self) -> _Conn:
         endpoint = self.endpoint
+        opening = asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
         try:
-            async with asyncio.timeout(self.connect_timeout):
-                return await asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
+            if self.connect_timeout is None:
+                return await opening
+            with deadline(self.connect_timeout):  # a thousand conversations may open at once
+                return await opening
         except TimeoutError:
             raise ConnectTimeout(f"could not connect to {endpoint.url} within {self.connect_timeout:g} s") from None
         except OSError as exc:

@@ -148,8 +148,8 @@ class LeanOpenAI:
         await self.pools.aclose()
 
     async def post_json(self, path: str, body: Any) -> Any:
-        """Send ``body``; the parsed JSON answer."""
-        response = await self._send(path, dumps(body))
+        """Send ``body`` (or JSON already encoded, as bytes); the parsed JSON answer."""
+        response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
         return loads(await self._read(response))
 
     async def post(self, path: str, body: Any) -> Response:
@@ -157,8 +157,9 @@ class LeanOpenAI:
         return await self._send(path, dumps(body))
 
     async def stream_json(self, path: str, body: Any) -> LeanChunks:
-        """Send ``body`` (retrying as the SDK does); the JSON events of the SSE answer, up to ``[DONE]``."""
-        return LeanChunks(await self._send(path, dumps(body)))
+        """Send ``body`` (or JSON already encoded, as bytes), retrying as the SDK does; the JSON
+        events of the SSE answer, up to ``[DONE]``."""
+        return LeanChunks(await self._send(path, body if isinstance(body, bytes) else dumps(body)))
 
     # -- the exchange, with the SDK's retries ---------------------------------------------------
 

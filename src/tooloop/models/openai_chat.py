@@ -48,7 +48,7 @@ from ._adapter import (
 )
 from ._errors import provider_error
 from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
-from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, lean_eligible
+from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, dumps, lean_eligible
 from ._openai_chat_parse import ChatStreamReader, parse_completion
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
@@ -242,12 +242,16 @@ class OpenAIChatModel(ProviderModel):
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
+        if stream:  # the body goes to _stream without a reference kept here
+            return await self._stream(self._body(request, settings), on_event)
         body = self._body(request, settings)
-        if stream:
-            return await self._stream(body, on_event)
         self._sent(body)
         if self._lean is not None:
-            data = await self._lean.post_json(_PATH, body)
+            # Encoded now, and the dicts let go: at thousands of conversations waiting for their
+            # answers, every object kept alive meanwhile is scanned by the garbage collector.
+            payload = dumps(body)
+            del body
+            data = await self._lean.post_json(_PATH, payload)
         else:
             data = await self._clients.get().post(_PATH, body=body, cast_to=object)
             if isinstance(data, str):  # the server did not say application/json
@@ -262,7 +266,9 @@ class OpenAIChatModel(ProviderModel):
         self._sent(body)
         chunks: ChunkStream | LeanChunks
         if self._lean is not None:
-            chunks = await self._lean.stream_json(_PATH, body)
+            payload = dumps(body)
+            del body  # as in _send: nothing of the request is kept while the answer streams
+            chunks = await self._lean.stream_json(_PATH, payload)
         else:
             from ._openai_sdk import ChunkStream
 
