@@ -107,8 +107,7 @@ class _Channel:
 
 async def _drive(run: Run, channel: _Channel) -> None:
     try:
-        async for _ in run.messages():
-            pass
+        await run.finish()  # the events come through the channel; nobody takes the messages here
         channel.result = run.result()
         channel.put(RunFinished(channel.result))
     except BaseException as exc:  # handed to the consumer, who sees it raised
