@@ -159,6 +159,6 @@ def _wheel_of(loop: asyncio.AbstractEventLoop) -> _Wheel:
     wheel = _wheels.get(loop)
     if wheel is None:
         for closed in [other for other in list(_wheels) if other.is_closed()]:  # loops that ended (run_sync's)
-            del _wheels[closed]
+            _wheels.pop(closed, None)  # another thread may have dropped it already
         wheel = _wheels[loop] = _Wheel(loop)
     return wheel
