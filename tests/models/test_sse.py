@@ -1,4 +1,5 @@
-"""Server-sent events are split the same way whatever the pieces the body arrives in."""
+"""Server-sent events, and the JSON events of an OpenAI-style stream, are the same whatever the pieces
+the body arrives in."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tooloop.models._lean_http import SSEDecoder, sse_events
+from tooloop.models._lean_openai import LeanChunks, LeanStreamError
 
 BODIES = {
     "openai": (
@@ -62,3 +64,77 @@ async def test_sse_events_reads_an_async_body() -> None:
             yield piece
 
     assert [event async for event in sse_events(pieces())] == expected
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_data_alone_is_the_data_of_every_event_for_every_split(name: str) -> None:
+    body, expected = BODIES[name]
+    splits = [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
+    for cuts in splits:
+        decoder = SSEDecoder()
+        assert [data for piece in _split(body, cuts) for data in decoder.data(piece)] == [d for _, d in expected], cuts
+
+
+class _Body:
+    """A response body handed out in the given pieces (what LeanChunks reads from the transport)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.plain_length = sum(map(len, pieces))
+        self._pieces = list(pieces)
+        self.closed = False
+
+    async def piece(self) -> bytes:
+        return self._pieces.pop(0) if self._pieces else b""
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def _read(body: bytes, cuts: tuple[int, ...]) -> tuple[list[object], BaseException | None, LeanChunks]:
+    chunks = LeanChunks(_Body(_split(body, cuts)))  # type: ignore[arg-type]
+    taken: list[object] = []
+    try:
+        await chunks.read(taken.extend)
+    except Exception as exc:
+        return taken, exc, chunks
+    return taken, None, chunks
+
+
+def _cuts(body: bytes) -> list[tuple[int, ...]]:
+    return [(), *((i,) for i in range(1, len(body)))]
+
+
+async def test_events_of_a_stream_in_any_pieces_up_to_done() -> None:
+    body = b'data: {"a":1}\n\ndata: {"b":[2,3]}\n\ndata: {"c":"x,y"}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n'
+    for cuts in _cuts(body):
+        taken, failure, chunks = await _read(body, cuts)
+        assert (taken, failure, chunks.done) == ([{"a": 1}, {"b": [2, 3]}, {"c": "x,y"}], None, True), cuts
+
+
+async def test_an_error_event_raises_after_the_events_before_it_whatever_the_pieces() -> None:
+    body = b'data: {"a":1}\n\ndata: {"error":{"message":"overloaded"}}\n\ndata: {"b":2}\n\n'
+    for cuts in _cuts(body):
+        taken, failure, _ = await _read(body, cuts)
+        assert taken == [{"a": 1}], cuts
+        assert isinstance(failure, LeanStreamError) and failure.message == "overloaded", cuts
+
+
+async def test_text_that_merely_says_error_is_an_ordinary_event() -> None:
+    body = b'data: {"content":"error"}\n\ndata: {"error":null}\n\ndata: [DONE]\n\n'
+    taken, failure, _ = await _read(body, ())
+    assert (taken, failure) == ([{"content": "error"}, {"error": None}], None)
+
+
+@pytest.mark.parametrize("bad", [b"not json", b"1,2", b'{"a":1},{"b":2}', b"[1", b""])
+async def test_data_that_is_not_one_json_value_fails_after_the_events_before_it(bad: bytes) -> None:
+    body = b'data: {"a":1}\n\ndata: ' + bad + b'\n\ndata: {"b":2}\n\n'
+    for cuts in _cuts(body):
+        taken, failure, _ = await _read(body, cuts)
+        assert taken == [{"a": 1}], cuts
+        assert isinstance(failure, ValueError), cuts
+
+
+async def test_half_a_surrogate_pair_that_orjson_refuses_is_still_read() -> None:
+    body = b'data: {"t":"\\ud83d"}\n\ndata: {"t":"\\ude00"}\n\ndata: [DONE]\n\n'
+    taken, failure, _ = await _read(body, ())
+    assert (taken, failure) == ([{"t": "\ud83d"}, {"t": "\ude00"}], None)

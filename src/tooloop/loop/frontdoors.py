@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..events import Event, RunFinished, TextDelta
 from ..messages import Message
 from ..transcript import Transcript
+from .channel import EventChannel
 from .result import RunResult
 from .run import Run
 
@@ -70,50 +71,18 @@ class Conversation(AsyncIterator[Message]):
         await self.aclose()
 
 
-_END = object()
-
-
-class _Failure:
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-class _Channel:
-    """Events from the driving task to the consumer: a list and at most one waiting future.
-
-    Shared by the task and the stream so the task never holds the stream (a stream dropped
-    without closing is collected, and cancels its run). Lighter than an ``asyncio.Queue`` (one
-    list, and a future only while the consumer waits): a run hands over a dozen events per request.
-    """
-
-    __slots__ = ("items", "result", "taken", "waiter")
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self.taken = 0  # items before this index were handed out
-        self.waiter: asyncio.Future[None] | None = None
-        self.result: RunResult | None = None
-
-    def put(self, item: Any) -> None:
-        self.items.append(item)
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-
-async def _drive(run: Run, channel: _Channel) -> None:
+async def _drive(run: Run, channel: EventChannel) -> None:
+    # The task holds the channel, never the stream: a stream dropped without closing is collected
+    # (and cancels its run).
+    error: BaseException | None = None
     try:
         await run.finish()  # the events come through the channel; nobody takes the messages here
         channel.result = run.result()
         channel.put(RunFinished(channel.result))
     except BaseException as exc:  # handed to the consumer, who sees it raised
-        channel.put(_Failure(exc))
+        error = exc
     finally:
-        channel.put(_END)
+        channel.end(error)
 
 
 class EventStream(AsyncIterator[Event]):
@@ -128,9 +97,9 @@ class EventStream(AsyncIterator[Event]):
 
     def __init__(self, run: Run):
         self._run = run
-        self._channel = _Channel()
+        self._channel = EventChannel()
         self._task: asyncio.Task[None] | None = None
-        run.send_events_to(self._channel.put)
+        run.send_events_to(self._channel)
 
     def __aiter__(self) -> EventStream:
         return self
@@ -150,7 +119,12 @@ class EventStream(AsyncIterator[Event]):
     async def __anext__(self) -> Event:
         channel = self._channel
         items = channel.items
-        if channel.taken == len(items):  # every event so far was handed out: wait for more
+        while channel.taken == len(items):  # every event so far was handed out: wait for more
+            if channel.ended:
+                error, channel.error = channel.error, None
+                if error is not None:  # raised once; every later call ends the iteration
+                    raise error
+                raise StopAsyncIteration
             if self._task is None:
                 self._task = asyncio.ensure_future(_drive(self._run, channel))
             items.clear()
@@ -160,14 +134,9 @@ class EventStream(AsyncIterator[Event]):
                 await waiter
             finally:
                 channel.waiter = None
-        item = items[channel.taken]
-        if item is _END:  # it stays: every later call ends the same way
-            raise StopAsyncIteration
-        channel.taken += 1
-        if isinstance(item, _Failure):  # raised once; the end follows
-            raise item.error
-        event: Event = item
-        return event
+        taken = channel.taken
+        channel.taken = taken + 1
+        return items[taken]
 
     @property
     def result(self) -> RunResult | None:

@@ -7,17 +7,15 @@ and the journal (a stored session), which is written once per step by :meth:`Rec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from ..events import Event, MessageAdded
 from ..messages import Message, ToolCallMessage, Usage
 from ..transcript import Transcript
+from .channel import EventChannel
 
-__all__ = ["EventSink", "Journal", "Recorder"]
-
-EventSink = Callable[[Event], None]
-"""Where a run sends its events (the queue of ``stream()``)."""
+__all__ = ["Journal", "Recorder"]
 
 
 class Journal(Protocol):
@@ -31,20 +29,24 @@ class Journal(Protocol):
 class Recorder:
     """Appends messages to the transcript, the outbox, the event stream and the journal."""
 
-    __slots__ = ("_outbox", "_unrecorded", "journal", "on_event", "transcript", "usage")
+    __slots__ = ("_outbox", "_unrecorded", "events", "journal", "transcript", "usage")
 
-    def __init__(self, transcript: Transcript, journal: Journal | None, on_event: EventSink | None):
+    def __init__(self, transcript: Transcript, journal: Journal | None):
         self.transcript = transcript
         self.usage = Usage()
         self.journal = journal
-        self.on_event = on_event
+        self.events: EventChannel | None = None
+        """Where events go when someone streams the run (else none is made)."""
         self._outbox: list[Message] = []
         self._unrecorded: list[Message] = []
 
     def emit(self, event: Event) -> None:
         """Send an event to the stream consumer, if there is one."""
-        if self.on_event is not None:
-            self.on_event(event)
+        channel = self.events
+        if channel is not None:
+            channel.items.append(event)  # EventChannel.put, inline
+            if channel.waiter is not None:
+                channel.wake()
 
     def append(self, messages: Sequence[Message]) -> None:
         """Add ``messages`` to the transcript and the outbox; the journal gets them at :meth:`flush`."""
@@ -52,9 +54,9 @@ class Recorder:
         self._outbox.extend(messages)
         if self.journal is not None:
             self._unrecorded.extend(messages)
-        if self.on_event is not None:
+        if self.events is not None:
             for message in messages:
-                self.on_event(MessageAdded(message))
+                self.events.put(MessageAdded(message))
 
     async def add(self, *messages: Message) -> None:
         """Append ``messages`` and journal them at once."""

@@ -43,12 +43,13 @@ from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
 from .cancel import CancelToken
+from .channel import EventChannel
 from .config import RunConfig, SessionSource
 from .contract import checked, pending_response
 from .control import StepContext, call_hook
 from .limits import budget_spent, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
-from .record import EventSink, Journal, Recorder
+from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
@@ -78,7 +79,6 @@ class Run:
         prompt: str | None = None,
         approvals: Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision] = (),
         token: CancelToken | None = None,
-        on_event: EventSink | None = None,
         journal: Journal | None = None,
         session_id: str | None = None,
         session: SessionSource | None = None,
@@ -90,7 +90,7 @@ class Run:
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
         self.session_id = session_id
         self.run_id = os.urandom(8).hex()
-        self.record = Recorder(Transcript(), journal, on_event)
+        self.record = Recorder(Transcript(), journal)
         # the run's own token: stopping this run never cancels others sharing the caller's token
         own_token = token.child() if token is not None else CancelToken()
         self.steps = StepRunner(own_token, config.limits.timeout, self.record)
@@ -136,9 +136,9 @@ class Run:
         """The usage so far."""
         return self.record.usage
 
-    def send_events_to(self, handler: EventSink) -> None:
-        """Send every event of the run to ``handler`` (the stream's queue)."""
-        self.record.on_event = handler
+    def send_events_to(self, channel: EventChannel) -> None:
+        """Send every event of the run to ``channel`` (the stream's)."""
+        self.record.events = channel
 
     # ------------------------------------------------------------------ driving
 
@@ -363,7 +363,7 @@ class Run:
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
         )
-        listening = record.on_event is not None
+        listening = record.events is not None
         if listening:
             record.emit(ModelRequestStarted(self.iteration))
         handler = self._model_event if listening else None
@@ -413,9 +413,11 @@ class Run:
     def _model_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextDelta):
             self.steps.hear(event.text)
-        sink = self.record.on_event
-        if sink is not None:
-            sink(event)
+        channel = self.record.events
+        if channel is not None:
+            channel.items.append(event)  # EventChannel.put, inline: one call per chunk
+            if channel.waiter is not None:
+                channel.wake()
 
     async def _review(self, response: ModelResponse) -> ModelResponse:
         """Let ``on_model_response`` stop the run or replace the response."""

@@ -84,6 +84,7 @@ class Response:
     """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
 
     __slots__ = (
+        "_chunks",
         "_conn",
         "_decoder",
         "_framing",
@@ -104,6 +105,7 @@ class Response:
         self._headers: dict[str, str] | None = None
         self._pool = pool
         self._conn: _Conn | None = conn
+        self._chunks: _Chunks | None = None
         lowered = head.lower()
         # find() rather than "in": a bytes needle in bytes.__contains__ first fails as an int
         self._reusable = (_value(lowered, b"\r\nconnection:") or b"").find(b"close") < 0
@@ -111,6 +113,7 @@ class Response:
         length = _value(lowered, b"\r\ncontent-length:")
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
         self._length = _content_length(length) if length is not None and not chunked else -1
+        """With ``length`` framing, the bytes of the body still to read."""
         encoding = _value(lowered, b"\r\ncontent-encoding:")
         self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
         self.plain_length = self._length if self._framing == "length" and encoding is None else -1
@@ -128,20 +131,36 @@ class Response:
         if self._framing == "length":
             assert self._conn is not None
             data = await self._pool.timed(self._conn[0].readexactly(self._length)) if self._length else b""
+            self._length = 0
             self._done()
         else:
-            data = b"".join([piece async for piece in self._raw_pieces()])
+            pieces = []
+            while piece := await self._raw_piece():
+                pieces.append(piece)
+            data = b"".join(pieces)
         return self._decoder.decompress(data) + self._decoder.flush() if self._decoder else data
 
-    def iter_bytes(self) -> AsyncIterator[bytes]:
-        """The body as it arrives, decoded."""
-        pieces = self._raw_pieces()
-        return pieces if self._decoder is None else self._decompressed(pieces)
+    async def piece(self) -> bytes:
+        """The next piece of the body as it arrives, decoded; ``b""`` once the body is all read.
 
-    async def _decompressed(self, pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        assert self._decoder is not None
-        async for piece in pieces:
-            yield self._decoder.decompress(piece)
+        The connection goes back to the pool as soon as the body's last byte is read. A method
+        rather than an async generator: a streamed answer asks for a few pieces, and a generator
+        costs more than the pieces (finalizer hooks, a frame on every resume).
+        """
+        while data := await self._raw_piece():
+            if self._decoder is None:
+                return data
+            if data := self._decoder.decompress(data):
+                return data
+        if self._decoder is not None and (rest := self._decoder.flush()):
+            self._decoder = None
+            return rest
+        return b""
+
+    async def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, decoded."""
+        while piece := await self.piece():
+            yield piece
 
     def close(self) -> None:
         """Drop the connection without reading the rest (a stream abandoned half way)."""
@@ -149,31 +168,40 @@ class Response:
             self._conn[1].close()
             self._conn = None
 
-    async def _raw_pieces(self) -> AsyncIterator[bytes]:
-        assert self._conn is not None
-        reader, timed = self._conn[0], self._pool.timed
-        if self._framing == "chunked":
-            chunks = _Chunks()  # one read (and one idle timer) per arrival, not two per chunk
-            while not chunks.done:
-                data = await timed(reader.read(65536))
+    async def _raw_piece(self) -> bytes:
+        """The next bytes of the body as they came off the wire, chunk framing removed; ``b""`` at its end."""
+        while (conn := self._conn) is not None:
+            framing = self._framing
+            if framing == "length":
+                if self._length <= 0:
+                    self._done()
+                    break
+                data = await self._pool.timed(conn[0].read(min(self._length, 65536)))
                 if not data:
                     raise TransportError("the server closed the connection before the body was complete")
-                if piece := chunks.feed(data):
-                    yield piece
-            self._reusable = self._reusable and not chunks.extra
-        elif self._framing == "length":
-            left = self._length
-            while left > 0:
-                data = await timed(reader.read(min(left, 65536)))
-                if not data:
-                    raise TransportError("the server closed the connection before the body was complete")
-                left -= len(data)
-                yield data
-        else:
-            self._reusable = False
-            while data := await timed(reader.read(65536)):
-                yield data
-        self._done()
+                self._length -= len(data)
+                if self._length == 0:
+                    self._done()  # back in the pool before the caller even looks at the bytes
+                return data
+            data = await self._pool.timed(conn[0].read(65536))
+            if framing == "close":
+                if data:
+                    return data
+                self._reusable = False
+                self._done()
+                break
+            if not data:
+                raise TransportError("the server closed the connection before the body was complete")
+            chunks = self._chunks
+            if chunks is None:
+                chunks = self._chunks = _Chunks()  # one read (and one idle timer) per arrival, not two per chunk
+            piece = chunks.feed(data)
+            if chunks.done:
+                self._reusable = self._reusable and not chunks.extra
+                self._done()
+            if piece:
+                return piece
+        return b""
 
     def _done(self) -> None:
         conn, self._conn = self._conn, None
@@ -425,6 +453,28 @@ class SSEDecoder:
                 _named(block, out)
             elif block:
                 _event(block, out)
+        return out
+
+    def data(self, piece: bytes) -> list[bytes]:
+        """The data of the events completed by ``piece``, for readers that ignore event names."""
+        buffer = self._buffer + piece if self._buffer else piece
+        if _CR in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")
+        if buffer.startswith(b"data: ") and buffer.endswith(b"\n\n"):
+            datas = buffer[6:-2].split(b"\n\ndata: ")
+            if buffer.count(b"\n") == 2 * len(datas):  # only one-line data events, all complete: the usual piece
+                self._buffer = b""
+                return datas
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        out: list[bytes] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and _LF not in block:
+                out.append(block[6:])
+            elif block:
+                events: list[tuple[str | None, bytes]] = []
+                _event(block, events)
+                out.extend(data for _, data in events)
         return out
 
 

@@ -62,6 +62,9 @@ def loads(data: bytes) -> Any:
     return json.loads(data)
 
 
+_loads: Callable[[bytes], Any] = orjson.loads if orjson is not None else json.loads
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
@@ -214,63 +217,72 @@ class LeanChunks:
         self._decoder = SSEDecoder()
         self._unread = response.plain_length  # bytes of the body still to come, when known
 
-    async def read(self, take: Callable[[Any], None]) -> None:
-        """Call ``take`` with each event, in order, until ``[DONE]`` or the end of the body."""
-        pieces = self._response.iter_bytes()
+    async def read(self, take: Callable[[list[Any]], None]) -> None:
+        """Call ``take`` with the events of each piece of the body as it arrives, until ``[DONE]``
+        or the end of the body (a list per piece: a short answer is usually one piece)."""
+        response = self._response
         try:
-            async for piece in pieces:
+            while piece := await response.piece():
                 events, failure = self._decode(piece)
-                for event in events:
-                    take(event)
+                if events:
+                    take(events)
                 if failure is not None:
                     raise failure
                 if self.done:
-                    await self._drain(pieces)
+                    await self._drain()
                     break
         finally:
-            await self.close()
+            response.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        pieces = self._response.iter_bytes()
+        response = self._response
         try:
-            async for piece in pieces:
+            while piece := await response.piece():
                 events, failure = self._decode(piece)
                 for event in events:
                     yield event
                 if failure is not None:
                     raise failure
                 if self.done:
-                    await self._drain(pieces)
+                    await self._drain()
                     break
         finally:
-            await self.close()
+            response.close()
 
     def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
         self._unread -= len(piece)
-        events: list[Any] = []
-        for _, data in self._decoder.feed(piece):
-            if data.startswith(b"[DONE]"):
-                self.done = True
-                break
-            try:
-                event = loads(data)
-            except ValueError as exc:  # not JSON (nor UTF-8): raised after the events before it
-                return events, exc
-            if isinstance(event, dict) and event.get("error"):
-                return events, LeanStreamError(event["error"])
-            events.append(event)
+        datas = self._decoder.data(piece)
+        joined = b",".join(datas)  # the checks below run once over all of it, not once per event
+        if _DONE in joined:
+            for position, data in enumerate(datas):
+                if data.startswith(_DONE):
+                    self.done = True
+                    del datas[position:]
+                    joined = b",".join(datas)
+                    break
+        if not datas:
+            return [], None
+        try:  # all of them in one call; a failure is found again one by one
+            events = _loads(b"[" + joined + b"]") if len(datas) > 1 else [_loads(joined)]
+        except ValueError:
+            return _one_by_one(datas)
+        if len(events) != len(datas):  # data that is not one JSON value each (a comma in one)
+            return _one_by_one(datas)
+        if _ERROR in joined:
+            return _until_error(events)
         return events, None
 
-    async def _drain(self, pieces: AsyncIterator[bytes]) -> None:
+    async def _drain(self) -> None:
         """Read the body to its end (at most half a second when some of it may still be on its way)."""
+        response = self._response
         try:
             if self._unread == 0:  # every byte arrived: this only hands the connection back, no timer needed
-                async for _ in pieces:
+                while await response.piece():
                     pass
                 return
             with deadline(_DRAIN_SECONDS):
-                async for _ in pieces:
+                while await response.piece():
                     pass
         except (TimeoutError, TransportError):
             pass
@@ -278,6 +290,28 @@ class LeanChunks:
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
+
+
+_DONE = b"[DONE]"
+_ERROR = b'"error"'
+
+
+def _one_by_one(datas: list[bytes]) -> tuple[list[Any], Exception | None]:
+    """The events of ``datas`` up to the first that is not JSON (or is an error event), and that failure."""
+    events: list[Any] = []
+    for data in datas:
+        try:
+            events.append(loads(data))  # loads() also takes what orjson refuses and the standard library reads
+        except ValueError as exc:
+            return events, exc
+    return _until_error(events)
+
+
+def _until_error(events: list[Any]) -> tuple[list[Any], Exception | None]:
+    for position, event in enumerate(events):
+        if type(event) is dict and event.get("error"):
+            return events[:position], LeanStreamError(event["error"])
+    return events, None
 
 
 def _stream_error_message(error: Any) -> str:

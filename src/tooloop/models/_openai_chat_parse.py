@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ModelResponseError, ProviderConnectionError
@@ -232,9 +232,10 @@ class _Rare:
 class ChatStreamReader:
     """Accumulates streamed ``chat.completion.chunk`` objects (already decoded JSON) into a response.
 
-    Events are built only when ``on_event`` is given. Call :meth:`feed` for every chunk and
-    :meth:`result` when the stream ends; a stream that ended without ``[DONE]`` and without a
-    ``finish_reason`` was cut short and raises :class:`ProviderConnectionError`.
+    Events are built only when ``on_event`` is given. Call :meth:`feed` for every chunk (or
+    :meth:`feed_all` for several) and :meth:`result` when the stream ends; a stream that ended
+    without ``[DONE]`` and without a ``finish_reason`` was cut short and raises
+    :class:`ProviderConnectionError`.
     """
 
     __slots__ = (
@@ -266,39 +267,42 @@ class ChatStreamReader:
 
     def feed(self, chunk: Any) -> None:
         """Take one decoded chunk."""
+        self.feed_all((chunk,))
+
+    def feed_all(self, chunks: Iterable[Any]) -> None:  # noqa: C901 - one loop, no call per chunk: the hot path
+        """Take decoded chunks, in order (the chunks of one network read, say)."""
+        chunk = None
         try:
-            self._feed(chunk)
+            for chunk in chunks:
+                if self._model is None:
+                    self._model = chunk.get("model")
+                usage = chunk.get("usage")
+                if usage:
+                    self._usage = usage
+                choices = chunk["choices"]
+                if not choices:
+                    continue
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta:
+                    content = delta.get("content")
+                    if content:
+                        self._add_text(content)
+                    tool_calls = delta.get("tool_calls")
+                    if tool_calls:
+                        for fragment in tool_calls:
+                            self._add_call_fragment(fragment)
+                    if not _COMMON_DELTA.issuperset(delta):
+                        self._add_rare(delta)
+                finish_reason = choice.get("finish_reason")
+                if finish_reason:
+                    self._finish_reason = finish_reason
         except _ListenerError as failure:  # the caller's handler failed: its own error, unchanged
             raise failure.error from None
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise ModelResponseError(
                 f"{self._provider} streamed a chunk tooloop cannot read: {str(chunk)[:300]}", provider=self._provider
             ) from exc
-
-    def _feed(self, chunk: dict[str, Any]) -> None:
-        if self._model is None:
-            self._model = chunk.get("model")
-        usage = chunk.get("usage")
-        if usage:
-            self._usage = usage
-        choices = chunk["choices"]
-        if not choices:
-            return
-        choice = choices[0]
-        delta = choice.get("delta")
-        if delta:
-            content = delta.get("content")
-            if content:
-                self._add_text(content)
-            tool_calls = delta.get("tool_calls")
-            if tool_calls:
-                for fragment in tool_calls:
-                    self._add_call_fragment(fragment)
-            if not _COMMON_DELTA.issuperset(delta):
-                self._add_rare(delta)
-        finish_reason = choice.get("finish_reason")
-        if finish_reason:
-            self._finish_reason = finish_reason
 
     def _add_rare(self, delta: dict[str, Any]) -> None:
         refusal = delta.get("refusal")
@@ -335,7 +339,10 @@ class ChatStreamReader:
         call_id = fragment.get("id") or None
         function = fragment.get("function") or {}
         name = function.get("name") or None
-        call = self._target(fragment.get("index"), call_id, name)
+        index = fragment.get("index")
+        call = self._by_index.get(index) if index is not None and call_id is None else None
+        if call is None:  # a fragment that may open a call (the common one continues its call's arguments)
+            call = self._target(index, call_id, name)
         new_id = new_name = None
         if call_id and call.id is None:
             call.id = new_id = call_id
@@ -349,7 +356,10 @@ class ChatStreamReader:
         elif arguments:
             call.args.append(arguments)
         if self._on_event is not None and (new_id or new_name or arguments):
-            self._emit(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
+            try:  # inline rather than _emit: this runs for every fragment
+                self._on_event(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
+            except Exception as exc:
+                raise _ListenerError(exc) from exc
 
     def _emit(self, event: ModelEvent) -> None:
         assert self._on_event is not None

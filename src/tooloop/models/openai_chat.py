@@ -275,11 +275,11 @@ class OpenAIChatModel(ProviderModel):
             client = self._clients.get()
             chunks = await client.post(_PATH, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
         reader = ChatStreamReader(self.provider, on_event)
-        feed = reader.feed
         try:
             if isinstance(chunks, LeanChunks) and not listening():
-                await chunks.read(feed)  # the hot path: no iterator between the body and the reader
+                await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
             else:
+                feed = reader.feed
                 async for chunk in self._tapped(aiter(chunks)):
                     feed(chunk)
         except ProviderError:

@@ -1,0 +1,58 @@
+"""Where a run's events wait for the consumer of ``agent.stream()``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..events import Event
+
+if TYPE_CHECKING:
+    from .result import RunResult
+
+__all__ = ["EventChannel"]
+
+
+class EventChannel:
+    """Events from the task that drives a run to the task that consumes them.
+
+    A list and at most one waiting future, lighter than an ``asyncio.Queue``: a run hands over a
+    dozen events per request, and a streamed answer one per chunk. Producers append to
+    :attr:`items` and call :meth:`wake` when :attr:`waiter` is set (:meth:`put` does both; the
+    run's hot paths do it inline, one function call less per event). How the run ended
+    (:attr:`ended`, :attr:`error`) is kept beside the list, so handing out an event is an index.
+    """
+
+    __slots__ = ("ended", "error", "items", "result", "taken", "waiter")
+
+    def __init__(self) -> None:
+        self.items: list[Event] = []
+        self.taken = 0
+        """Items before this index were handed out."""
+        self.waiter: asyncio.Future[None] | None = None
+        """Set while the consumer waits for the next event."""
+        self.result: RunResult | None = None
+        self.ended = False
+        self.error: BaseException | None = None
+        """What the run raised, handed to the consumer once."""
+
+    def put(self, event: Event) -> None:
+        """Hand over ``event``."""
+        self.items.append(event)
+        if self.waiter is not None:
+            self.wake()
+
+    def end(self, error: BaseException | None) -> None:
+        """No event follows; ``error`` is what the run raised, if it failed."""
+        self.error = error
+        self.ended = True
+        if self.waiter is not None:
+            self.wake()
+
+    def wake(self) -> None:
+        """Resume the waiting consumer."""
+        waiter = self.waiter
+        assert waiter is not None
+        self.waiter = None
+        if not waiter.done():
+            waiter.set_result(None)
