@@ -110,8 +110,9 @@ class GeminiEvents:
 
     async def read(self, take: Callable[[Any], None]) -> None:
         """Call ``take`` with each event, in order, until the end of the body."""
+        response = self._response
         try:
-            async for piece in self._response.iter_bytes():
+            while piece := await response.piece():
                 for event in self._decode(piece):
                     take(event)
         finally:
