@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-# The model events are built once per streamed chunk, so they fill their slots directly: the
+# The events built for every chunk, request, call and message fill their slots directly: the
 # __init__ a frozen dataclass gets calls object.__setattr__ per field, at twice the cost.
 
 
@@ -115,15 +115,18 @@ EventHandler: TypeAlias = Callable[[ModelEvent], None]
 """Callback a model adapter calls for each :data:`ModelEvent`."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ModelRequestStarted:
     """The loop sent request number ``iteration`` (1-based) to the model."""
 
     iteration: int
     kind: ClassVar[Literal["model_request_started"]] = "model_request_started"
 
+    def __init__(self, iteration: int) -> None:
+        _set_started_iteration(self, iteration)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ModelRequestFinished:
     """The model's response is complete. ``usage`` is the run's total so far."""
 
@@ -132,8 +135,13 @@ class ModelRequestFinished:
     usage: Usage
     kind: ClassVar[Literal["model_request_finished"]] = "model_request_finished"
 
+    def __init__(self, iteration: int, response: ModelResponse, usage: Usage) -> None:
+        _set_finished_iteration(self, iteration)
+        _set_response(self, response)
+        _set_usage(self, usage)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCallStarted:
     """A tool call began to run, with the arguments it runs with.
 
@@ -144,6 +152,11 @@ class ToolCallStarted:
     tool_name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[Literal["tool_call_started"]] = "tool_call_started"
+
+    def __init__(self, tool_call_id: str, tool_name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        _set_started_id(self, tool_call_id)
+        _set_started_name(self, tool_name)
+        _set_started_arguments(self, {} if arguments is None else arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +171,7 @@ class ToolCallProgress:
     kind: ClassVar[Literal["tool_call_progress"]] = "tool_call_progress"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCallFinished:
     """A tool call has its final outcome (result, error, denial, cancellation or interruption).
 
@@ -168,6 +181,9 @@ class ToolCallFinished:
 
     message: ToolCallMessage
     kind: ClassVar[Literal["tool_call_finished"]] = "tool_call_finished"
+
+    def __init__(self, message: ToolCallMessage) -> None:
+        _set_finished_message(self, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +207,15 @@ class ApprovalDecided:
     kind: ClassVar[Literal["approval_decided"]] = "approval_decided"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class MessageAdded:
     """A message was appended to the run's transcript."""
 
     message: Message
     kind: ClassVar[Literal["message_added"]] = "message_added"
+
+    def __init__(self, message: Message) -> None:
+        _set_added_message(self, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +224,17 @@ class RunFinished:
 
     result: RunResult
     kind: ClassVar[Literal["run_finished"]] = "run_finished"
+
+
+_set_started_iteration = _setter(ModelRequestStarted, "iteration")
+_set_finished_iteration = _setter(ModelRequestFinished, "iteration")
+_set_response = _setter(ModelRequestFinished, "response")
+_set_usage = _setter(ModelRequestFinished, "usage")
+_set_started_id = _setter(ToolCallStarted, "tool_call_id")
+_set_started_name = _setter(ToolCallStarted, "tool_name")
+_set_started_arguments = _setter(ToolCallStarted, "arguments")
+_set_finished_message = _setter(ToolCallFinished, "message")
+_set_added_message = _setter(MessageAdded, "message")
 
 
 Event: TypeAlias = (

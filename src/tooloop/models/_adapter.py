@@ -11,7 +11,7 @@ without leaking the key, and the default idle timeout.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn
 
 from .._version import __version__
@@ -107,10 +107,10 @@ class ProviderModel(ClientModel, ABC):
         return settings.stream if settings.stream is not None else on_event is not None
 
     @abstractmethod
-    async def _send(
+    def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
-        """Build the request, send it, read the answer."""
+    ) -> Awaitable[ModelResponse]:
+        """Build the request, send it, read the answer (an ``async def``, or a function returning one's coroutine)."""
 
     @abstractmethod
     def _error(self, exc: Exception, attempts: int) -> ProviderError | None:

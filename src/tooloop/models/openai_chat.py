@@ -22,7 +22,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 from ..errors import ConfigurationError, ModelResponseError, ProviderError
@@ -239,12 +239,16 @@ class OpenAIChatModel(ProviderModel):
             return endpoint.url + "/" if endpoint.path else endpoint.url
         return str(self._clients.first.base_url)
 
-    async def _send(
+    def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
-        if stream:  # the body goes to _stream without a reference kept here
-            return await self._stream(self._body(request, settings), on_event)
-        body = self._body(request, settings)
+    ) -> Awaitable[ModelResponse]:
+        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
+        # waiting conversation (and for the stream, no reference to the body kept here).
+        if stream:
+            return self._stream(self._body(request, settings), on_event)
+        return self._plain(self._body(request, settings))
+
+    async def _plain(self, body: dict[str, Any]) -> ModelResponse:
         self._sent(body)
         if self._lean is not None:
             # Encoded now, and the dicts let go: at thousands of conversations waiting for their
