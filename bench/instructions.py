@@ -1,0 +1,98 @@
+"""Machine instructions per conversation, counted by valgrind: a measure that load does not move.
+
+Timings on a shared machine move by ten percent or more from one run to the next, more than most
+changes a profile suggests. This script counts the instructions the client process executes (user
+space: the kernel's share of send, receive and epoll is not counted) for the two tooloop front doors
+(`bench/peers/tooloop.py`: ``agent.run``, `bench/peers/tooloop_stream.py`: ``agent.stream``) on the
+shared bench's mock, one conversation at a time, or a burst of concurrent ones in a fresh process
+(the garbage collector's work included). Each figure is the difference between a process that runs
+the conversations and one that only warms up, divided by their number, so start-up and imports
+cancel out. The counts repeat to a fraction of a percent; valgrind runs the client about fifty times
+slower, so keep the numbers small.
+
+    python bench/instructions.py                    # K=1 and K=4, 100 sequential conversations
+    python bench/instructions.py -k 4 -n 50
+    python bench/instructions.py --burst 1000       # 1000 concurrent (K=1 T=3, 50 ms per request)
+
+Needs ``valgrind`` on the PATH. The mock is found and started as in `bench/stream_vs_run.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from stream_vs_run import DOORS, PROMPT, Mock, build, expected  # noqa: E402
+
+
+async def _conversations(door: str, url: str, k: int, n: int, burst: bool) -> None:
+    run = build(door, url, f"mock-k{k}-t3" + ("-l50" if burst else ""))
+    for _ in range(3 if burst else 10):
+        assert expected(k, 3) in await run(PROMPT)
+    if burst:
+        answers = await asyncio.gather(*(run(PROMPT) for _ in range(n)))
+    else:
+        answers = [await run(PROMPT) for _ in range(n)]
+    assert all(expected(k, 3) in answer for answer in answers)
+
+
+def _count(door: str, url: str, k: int, n: int, burst: bool) -> int:
+    command = [sys.executable, __file__, "--worker", door, "--url", url, "-k", str(k), "-n", str(n)]
+    if burst:
+        command.append("--burst-worker")
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"valgrind run failed:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_conversation(door: str, url: str, k: int, n: int, burst: bool) -> float:
+    """Instructions per conversation: the run with n conversations minus the one with none."""
+    return (_count(door, url, k, n, burst) - _count(door, url, k, 0, burst)) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-k", type=int, action="append", help="tool calls per turn (default: 1 and 4)")
+    parser.add_argument("-n", type=int, default=100, help="sequential conversations per count")
+    parser.add_argument("--burst", type=int, help="count this many concurrent conversations instead (K=1)")
+    parser.add_argument("--worker", choices=sorted(DOORS), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--burst-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        asyncio.run(_conversations(args.worker, args.url, args.k[0], args.n, args.burst_worker))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed")
+    mock = Mock()
+    try:
+        cases = [(1, args.burst, True)] if args.burst else [(k, args.n, False) for k in args.k or [1, 4]]
+        for k, n, burst in cases:
+            counts = {door: per_conversation(door, mock.url, k, n, burst) for door in ("run", "stream")}
+            label = f"{n} concurrent, K=1 T=3" if burst else f"one at a time, K={k} T=3"
+            print(
+                f"{label}: run {counts['run'] / 1e6:.3f} M instructions/conversation, "
+                f"stream {counts['stream'] / 1e6:.3f} M, stream / run {counts['stream'] / counts['run']:.3f}x",
+                flush=True,
+            )
+    finally:
+        mock.close()
+
+
+if __name__ == "__main__":
+    main()
