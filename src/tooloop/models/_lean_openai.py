@@ -216,38 +216,39 @@ class LeanChunks:
         self._response = response
         self._decoder = SSEDecoder()
         self._unread = response.plain_length  # bytes of the body still to come, when known
+        self._failure: Exception | None = None
 
     async def read(self, take: Callable[[list[Any]], None]) -> None:
         """Call ``take`` with the events of each piece of the body as it arrives, until ``[DONE]``
         or the end of the body (a list per piece: a short answer is usually one piece)."""
-        response = self._response
         try:
-            while piece := await response.piece():
-                events, failure = self._decode(piece)
+            while (events := await self._next_events()) is not None:
                 if events:
                     take(events)
-                if failure is not None:
-                    raise failure
-                if self.done:
-                    await self._drain()
-                    break
         finally:
-            response.close()
+            self._response.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        response = self._response
         try:
-            while piece := await response.piece():
-                events, failure = self._decode(piece)
+            while (events := await self._next_events()) is not None:
                 for event in events:
                     yield event
-                if failure is not None:
-                    raise failure
-                if self.done:
-                    await self._drain()
-                    break
         finally:
-            response.close()
+            self._response.close()
+
+    async def _next_events(self) -> list[Any] | None:
+        """The events of the next piece of the body, None after ``[DONE]`` or at its end. A failure
+        found in a piece is raised on the call after the one that handed out the events before it."""
+        if self._failure is not None:
+            raise self._failure
+        if self.done:
+            await self._drain()
+            return None
+        piece = await self._response.piece()
+        if not piece:
+            return None
+        events, self._failure = self._decode(piece)
+        return events
 
     def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
