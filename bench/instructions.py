@@ -7,8 +7,8 @@ space: the kernel's share of send, receive and epoll is not counted) for the two
 shared bench's mock, one conversation at a time, or a burst of concurrent ones in a fresh process
 (the garbage collector's work included). Each figure is the difference between a process that runs
 the conversations and one that only warms up, divided by their number, so start-up and imports
-cancel out. The counts repeat to a fraction of a percent; valgrind runs the client about fifty times
-slower, so keep the numbers small.
+cancel out. The counts repeat within about 1%; valgrind runs the client about fifty times slower, so
+keep the numbers small.
 
     python bench/instructions.py                    # K=1 and K=4, 100 sequential conversations
     python bench/instructions.py -k 4 -n 50
