@@ -465,17 +465,7 @@ class SSEDecoder:
             if buffer.count(b"\n") == 2 * len(datas):  # only one-line data events, all complete: the usual piece
                 self._buffer = b""
                 return datas
-        blocks = buffer.split(b"\n\n")
-        self._buffer = blocks.pop()
-        out: list[bytes] = []
-        for block in blocks:
-            if block.startswith(b"data: ") and _LF not in block:
-                out.append(block[6:])
-            elif block:
-                events: list[tuple[str | None, bytes]] = []
-                _event(block, events)
-                out.extend(data for _, data in events)
-        return out
+        return [data for _, data in self.feed(piece)]  # the general rule (the buffer is untouched so far)
 
 
 def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
