@@ -29,7 +29,7 @@ async def test_plain_turn_streams_text_then_answers_end_turn(wire: WireServer) -
         assert await prompt(conn, session, "Say hello") == "end_turn"
         assert client.text(session) == "Hello, world"
         kinds = client.kinds(session)
-        assert kinds == ["agent_message_chunk"] * 3 + ["usage_update"]
+        assert kinds[-1] == "usage_update" and set(kinds[:-1]) == {"agent_message_chunk"}
         usage = client.of(session)[-1]
         assert (usage.used, usage.size) == (128, 1_047_576)  # gpt-4.1's context window
         sent = wire.requests[0].json

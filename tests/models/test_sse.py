@@ -7,10 +7,12 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 
 from tooloop.models._lean_http import SSEDecoder, sse_events
 from tooloop.models._lean_openai import LeanChunks, LeanStreamError
+from tooloop.models._openai_chunks import ChunkShapeError
 
 BODIES = {
     "openai": (
@@ -90,11 +92,19 @@ class _Body:
         self.closed = True
 
 
-async def _read(body: bytes, cuts: tuple[int, ...]) -> tuple[list[object], BaseException | None, LeanChunks]:
+async def _read(
+    body: bytes, cuts: tuple[int, ...], typed: bool
+) -> tuple[list[object], BaseException | None, LeanChunks]:
+    """What LeanChunks hands out for ``body`` in these pieces: chunk records (``read``), or JSON
+    values (iteration), as plain values to compare; then the failure, if any."""
     chunks = LeanChunks(_Body(_split(body, cuts)))  # type: ignore[arg-type]
     taken: list[object] = []
     try:
-        await chunks.read(taken.extend)
+        if typed:
+            await chunks.read(lambda records: taken.extend(msgspec.to_builtins(r) for r in records))
+        else:
+            async for event in chunks:
+                taken.append(event)
     except Exception as exc:
         return taken, exc, chunks
     return taken, None, chunks
@@ -104,37 +114,69 @@ def _cuts(body: bytes) -> list[tuple[int, ...]]:
     return [(), *((i,) for i in range(1, len(body)))]
 
 
-async def test_events_of_a_stream_in_any_pieces_up_to_done() -> None:
-    body = b'data: {"a":1}\n\ndata: {"b":[2,3]}\n\ndata: {"c":"x,y"}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n'
-    for cuts in _cuts(body):
-        taken, failure, chunks = await _read(body, cuts)
-        assert (taken, failure, chunks.done) == ([{"a": 1}, {"b": [2, 3]}, {"c": "x,y"}], None, True), cuts
+def _record(**fields: object) -> dict[str, object]:
+    """A chunk record as plain values: every field, unset ones null."""
+    return {"choices": None, "usage": None, "model": None, "error": None, **fields}
 
 
-async def test_an_error_event_raises_after_the_events_before_it_whatever_the_pieces() -> None:
-    body = b'data: {"a":1}\n\ndata: {"error":{"message":"overloaded"}}\n\ndata: {"b":2}\n\n'
+def _as_read(typed: bool, *events: dict[str, object]) -> list[object]:
+    return [_record(**e) for e in events] if typed else list(events)
+
+
+both = pytest.mark.parametrize("typed", [True, False], ids=["records", "json"])
+
+
+@both
+async def test_events_of_a_stream_in_any_pieces_up_to_done(typed: bool) -> None:
+    body = (
+        b'data: {"model":"a","id":"x"}\n\ndata: {"usage":{"n":[2,3]}}\n\ndata: {"model":"x,y"}\n\n'
+        b'data: [DONE]\n\ndata: {"model":"late"}\n\n'
+    )
+    expected = _as_read(typed, {"model": "a", "id": "x"}, {"usage": {"n": [2, 3]}}, {"model": "x,y"})
+    if typed:
+        expected[0] = _record(model="a")  # fields a chunk record does not have are skipped
     for cuts in _cuts(body):
-        taken, failure, _ = await _read(body, cuts)
-        assert taken == [{"a": 1}], cuts
+        taken, failure, chunks = await _read(body, cuts, typed)
+        assert (taken, failure, chunks.done) == (expected, None, True), cuts
+
+
+@both
+async def test_an_error_event_raises_after_the_events_before_it_whatever_the_pieces(typed: bool) -> None:
+    body = b'data: {"model":"a"}\n\ndata: {"error":{"message":"overloaded"}}\n\ndata: {"model":"b"}\n\n'
+    for cuts in _cuts(body):
+        taken, failure, _ = await _read(body, cuts, typed)
+        assert taken == _as_read(typed, {"model": "a"}), cuts
         assert isinstance(failure, LeanStreamError) and failure.message == "overloaded", cuts
 
 
-async def test_text_that_merely_says_error_is_an_ordinary_event() -> None:
-    body = b'data: {"content":"error"}\n\ndata: {"error":null}\n\ndata: [DONE]\n\n'
-    taken, failure, _ = await _read(body, ())
-    assert (taken, failure) == ([{"content": "error"}, {"error": None}], None)
+@both
+async def test_text_that_merely_says_error_is_an_ordinary_event(typed: bool) -> None:
+    body = b'data: {"model":"error"}\n\ndata: {"error":null}\n\ndata: [DONE]\n\n'
+    taken, failure, _ = await _read(body, (), typed)
+    assert (taken, failure) == (_as_read(typed, {"model": "error"}, {"error": None}), None)
 
 
+@both
 @pytest.mark.parametrize("bad", [b"not json", b"1,2", b'{"a":1},{"b":2}', b"[1", b""])
-async def test_data_that_is_not_one_json_value_fails_after_the_events_before_it(bad: bytes) -> None:
-    body = b'data: {"a":1}\n\ndata: ' + bad + b'\n\ndata: {"b":2}\n\n'
+async def test_data_that_is_not_one_json_value_fails_after_the_events_before_it(typed: bool, bad: bytes) -> None:
+    body = b'data: {"model":"a"}\n\ndata: ' + bad + b'\n\ndata: {"model":"b"}\n\n'
     for cuts in _cuts(body):
-        taken, failure, _ = await _read(body, cuts)
-        assert taken == [{"a": 1}], cuts
+        taken, failure, _ = await _read(body, cuts, typed)
+        assert taken == _as_read(typed, {"model": "a"}), cuts
         assert isinstance(failure, ValueError), cuts
 
 
-async def test_half_a_surrogate_pair_that_orjson_refuses_is_still_read() -> None:
-    body = b'data: {"t":"\\ud83d"}\n\ndata: {"t":"\\ude00"}\n\ndata: [DONE]\n\n'
-    taken, failure, _ = await _read(body, ())
-    assert (taken, failure) == ([{"t": "\ud83d"}, {"t": "\ude00"}], None)
+@pytest.mark.parametrize("bad", [b"[1]", b'"text"', b'{"choices":5}', b'{"choices":[{"delta":"x"}]}'])
+async def test_json_that_is_not_a_chunk_fails_after_the_chunks_before_it(bad: bytes) -> None:
+    body = b'data: {"model":"a"}\n\ndata: ' + bad + b'\n\ndata: {"model":"b"}\n\n'
+    for cuts in _cuts(body):
+        taken, failure, _ = await _read(body, cuts, typed=True)
+        assert taken == [_record(model="a")], cuts
+        assert isinstance(failure, ChunkShapeError), cuts
+
+
+@both
+async def test_half_a_surrogate_pair_that_the_fast_decoders_refuse_is_still_read(typed: bool) -> None:
+    body = b'data: {"model":"\\ud83d"}\n\ndata: {"model":"\\ude00"}\n\ndata: [DONE]\n\n'
+    taken, failure, _ = await _read(body, (), typed)
+    assert (taken, failure) == (_as_read(typed, {"model": "\ud83d"}, {"model": "\ude00"}), None)

@@ -27,6 +27,7 @@ from typing import Any
 
 from .._deadline import deadline
 from ._lean_http import Endpoint, Pool, Response, SSEDecoder, TransportError
+from ._openai_chunks import Chunk, chunk_from, decode, decode_each
 from ._per_loop import PerLoop
 
 try:
@@ -218,25 +219,27 @@ class LeanChunks:
         self._unread = response.plain_length  # bytes of the body still to come, when known
         self._failure: Exception | None = None
 
-    async def read(self, take: Callable[[list[Any]], None]) -> None:
-        """Call ``take`` with the events of each piece of the body as it arrives, until ``[DONE]``
-        or the end of the body (a list per piece: a short answer is usually one piece)."""
+    async def read(self, take: Callable[[list[Chunk]], None]) -> None:
+        """Call ``take`` with the chunks of each piece of the body as it arrives, until ``[DONE]``
+        or the end of the body (a list per piece: a short answer is usually one piece), decoded to
+        the records of :mod:`._openai_chunks`."""
         try:
-            while (events := await self._next_events()) is not None:
+            while (events := await self._next_events(True)) is not None:
                 if events:
                     take(events)
         finally:
             self._response.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
+        """The events as JSON values (dicts), one by one: what a payload listener is shown."""
         try:
-            while (events := await self._next_events()) is not None:
+            while (events := await self._next_events(False)) is not None:
                 for event in events:
                     yield event
         finally:
             self._response.close()
 
-    async def _next_events(self) -> list[Any] | None:
+    async def _next_events(self, typed: bool) -> list[Any] | None:
         """The events of the next piece of the body, None after ``[DONE]`` or at its end. A failure
         found in a piece is raised on the call after the one that handed out the events before it."""
         if self._failure is not None:
@@ -247,32 +250,43 @@ class LeanChunks:
         piece = await self._response.piece()
         if not piece:
             return None
-        events, self._failure = self._decode(piece)
+        events, self._failure = self._decode(piece, typed)
         return events
 
-    def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
+    def _decode(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
         self._unread -= len(piece)
         datas = self._decoder.data(piece)
-        joined = b",".join(datas)  # the checks below run once over all of it, not once per event
-        if _DONE in joined:
-            for position, data in enumerate(datas):
-                if data.startswith(_DONE):
-                    self.done = True
-                    del datas[position:]
-                    joined = b",".join(datas)
-                    break
+        if datas and datas[-1].startswith(_DONE):  # where it belongs; anywhere else, one by one finds it
+            self.done = True
+            datas.pop()
         if not datas:
             return [], None
         try:  # all of them in one call; a failure is found again one by one
-            events = _loads(b"[" + joined + b"]") if len(datas) > 1 else [_loads(joined)]
+            if len(datas) == 1:
+                events = [decode_each(datas[0]) if typed else _loads(datas[0])]
+            else:
+                array = b"[" + b",".join(datas) + b"]"
+                events = decode(array) if typed else _loads(array)
         except ValueError:
-            return _one_by_one(datas)
+            return self._one_by_one(datas, typed)
         if len(events) != len(datas):  # data that is not one JSON value each (a comma in one)
-            return _one_by_one(datas)
-        if _ERROR in joined:
-            return _until_error(events)
-        return events, None
+            return self._one_by_one(datas, typed)
+        return _until_error(events, typed)
+
+    def _one_by_one(self, datas: list[bytes], typed: bool) -> tuple[list[Any], Exception | None]:
+        """The events of ``datas`` up to ``[DONE]`` or the first that is not a chunk (or is an
+        error event), and that failure."""
+        events: list[Any] = []
+        for data in datas:
+            if data.startswith(_DONE):
+                self.done = True
+                break
+            try:
+                events.append(_one(data, typed))
+            except ValueError as exc:
+                return events, exc
+        return _until_error(events, typed)
 
     async def _drain(self) -> None:
         """Read the body to its end (at most half a second when some of it may still be on its way)."""
@@ -294,24 +308,24 @@ class LeanChunks:
 
 
 _DONE = b"[DONE]"
-_ERROR = b'"error"'
 
 
-def _one_by_one(datas: list[bytes]) -> tuple[list[Any], Exception | None]:
-    """The events of ``datas`` up to the first that is not JSON (or is an error event), and that failure."""
-    events: list[Any] = []
-    for data in datas:
-        try:
-            events.append(loads(data))  # loads() also takes what orjson refuses and the standard library reads
-        except ValueError as exc:
-            return events, exc
-    return _until_error(events)
+def _one(data: bytes, typed: bool) -> Any:
+    """One event: a chunk record, or the JSON value when not ``typed``. What the fast decoders refuse
+    and the standard library reads (a lone surrogate escape, split from its pair) is read too."""
+    if not typed:
+        return loads(data)
+    try:
+        return decode_each(data)
+    except ValueError:
+        return chunk_from(loads(data))
 
 
-def _until_error(events: list[Any]) -> tuple[list[Any], Exception | None]:
+def _until_error(events: list[Any], typed: bool) -> tuple[list[Any], Exception | None]:
     for position, event in enumerate(events):
-        if type(event) is dict and event.get("error"):
-            return events[:position], LeanStreamError(event["error"])
+        error = event.error if typed else event.get("error") if type(event) is dict else None
+        if error:
+            return events[:position], LeanStreamError(error)
     return events, None
 
 

@@ -33,6 +33,7 @@ from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ._errors import provider_error
+from ._openai_chunks import Chunk, ChunkDelta, ChunkToolCall, chunk_from
 
 __all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
 
@@ -185,10 +186,6 @@ def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
     raise provider_error(provider, status=status, codes=codes, message=message, body=error)
 
 
-_COMMON_DELTA = frozenset(("role", "content", "tool_calls"))
-"""Keys of most deltas; any other (refusal, reasoning, a legacy function call) is looked at too."""
-
-
 class _ListenerError(Exception):
     """Carries an exception raised by the event handler through the chunk parser untouched."""
 
@@ -219,6 +216,10 @@ class _Call:
         return True
 
 
+_TEXT = object()
+"""The span being gathered is answer text."""
+
+
 class _Rare:
     """Refusal and reasoning text of a streamed answer (most answers have neither)."""
 
@@ -230,10 +231,11 @@ class _Rare:
 
 
 class ChatStreamReader:
-    """Accumulates streamed ``chat.completion.chunk`` objects (already decoded JSON) into a response.
+    """Accumulates streamed ``chat.completion.chunk`` objects into a response.
 
-    Events are built only when ``on_event`` is given. Call :meth:`feed` for every chunk (or
-    :meth:`feed_all` for several) and :meth:`result` when the stream ends; a stream that ended
+    Events are built only when ``on_event`` is given. Call :meth:`feed_all` with the chunks of
+    each network read (decoded by :mod:`._openai_chunks`), or :meth:`feed` with each chunk decoded
+    to a dict, and :meth:`result` when the stream ends; a stream that ended
     without ``[DONE]`` and without a ``finish_reason`` was cut short and raises
     :class:`ProviderConnectionError`.
     """
@@ -248,6 +250,9 @@ class ChatStreamReader:
         "_on_event",
         "_provider",
         "_rare",
+        "_span",
+        "_span_name",
+        "_span_parts",
         "_text",
         "_usage",
     )
@@ -261,61 +266,106 @@ class ChatStreamReader:
         self._by_index: dict[int, _Call] = {}
         self._by_id: dict[str, _Call] = {}
         self._held = ""  # a high surrogate waiting for its pair before it is emitted
+        # The delta being gathered: text (_TEXT) or one call's fragments, sent as one event when
+        # something else arrives or the piece ends.
+        self._span: _Call | object | None = None
+        self._span_parts: list[str] = []
+        self._span_name: str | None = None
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self._model: str | None = None
 
     def feed(self, chunk: Any) -> None:
-        """Take one decoded chunk."""
-        self.feed_all((chunk,))
+        """Take one chunk decoded to JSON values (a dict), as the SDK hands them out."""
+        try:
+            record = chunk_from(chunk)
+        except ValueError as exc:
+            raise self._unreadable(chunk) from exc
+        self.feed_all((record,))
 
-    def feed_all(self, chunks: Iterable[Any]) -> None:  # noqa: C901 - one loop, no call per chunk: the hot path
-        """Take decoded chunks, in order (the chunks of one network read, say)."""
+    def feed_all(self, chunks: Iterable[Chunk]) -> None:
+        """Take chunks, in order: the chunks of one network read.
+
+        Consecutive pieces of the text, or of one tool call, among ``chunks`` go to the event
+        handler as one delta: they arrived together, and one event costs the consumer less than
+        several.
+        """
+        try:
+            try:
+                self._walk(chunks)
+            except ModelResponseError:
+                self._flush()  # the deltas before the unreadable chunk still go out
+                raise
+            self._flush()
+        except _ListenerError as failure:  # the caller's handler failed: its own error, unchanged
+            raise failure.error from None
+
+    def _walk(self, chunks: Iterable[Chunk]) -> None:  # noqa: C901 - one loop, few calls per chunk: the hot path
         chunk = None
         try:
             for chunk in chunks:
                 if self._model is None:
-                    self._model = chunk.get("model")
-                usage = chunk.get("usage")
-                if usage:
-                    self._usage = usage
-                choices = chunk["choices"]
+                    self._model = chunk.model
+                if chunk.usage:
+                    self._usage = chunk.usage
+                choices = chunk.choices
                 if not choices:
                     continue
                 choice = choices[0]
-                delta = choice.get("delta")
-                if delta:
-                    content = delta.get("content")
-                    if content:
-                        self._add_text(content)
-                    tool_calls = delta.get("tool_calls")
-                    if tool_calls:
-                        for fragment in tool_calls:
-                            self._add_call_fragment(fragment)
-                    if not _COMMON_DELTA.issuperset(delta):
+                delta = choice.delta
+                if delta is not None:
+                    if delta.content:
+                        self._add_text(delta.content)
+                    if delta.tool_calls:
+                        for fragment in delta.tool_calls:
+                            if not self._continued(fragment):
+                                self._add_call_fragment(fragment)
+                    if (
+                        delta.refusal is not None
+                        or delta.reasoning_content is not None
+                        or delta.reasoning is not None
+                        or delta.function_call is not None
+                    ):
                         self._add_rare(delta)
-                finish_reason = choice.get("finish_reason")
-                if finish_reason:
-                    self._finish_reason = finish_reason
-        except _ListenerError as failure:  # the caller's handler failed: its own error, unchanged
-            raise failure.error from None
+                if choice.finish_reason:
+                    self._finish_reason = choice.finish_reason
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
-            raise ModelResponseError(
-                f"{self._provider} streamed a chunk tooloop cannot read: {str(chunk)[:300]}", provider=self._provider
-            ) from exc
+            raise self._unreadable(chunk) from exc
 
-    def _add_rare(self, delta: dict[str, Any]) -> None:
-        refusal = delta.get("refusal")
-        if refusal:
-            self._rare_parts().refusal.append(refusal)
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    def _continued(self, fragment: ChunkToolCall) -> bool:
+        """Take the usual fragment, more arguments text for a known call by its index; False for any other."""
+        function = fragment.function
+        if fragment.id is not None or function is None or function.name is not None:
+            return False
+        arguments = function.arguments
+        call = self._by_index.get(fragment.index)  # type: ignore[arg-type]  # None finds nothing
+        if call is None or type(arguments) is not str:
+            return False
+        if arguments:
+            call.args.append(arguments)
+            if self._on_event is not None:
+                if self._span is not call:
+                    self._flush()
+                    self._span = call
+                self._span_parts.append(arguments)
+        return True
+
+    def _unreadable(self, chunk: Any) -> ModelResponseError:
+        return ModelResponseError(
+            f"{self._provider} streamed a chunk tooloop cannot read: {str(chunk)[:300]}", provider=self._provider
+        )
+
+    def _add_rare(self, delta: ChunkDelta) -> None:
+        if delta.refusal:
+            self._rare_parts().refusal.append(delta.refusal)
+        reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
             self._rare_parts().reasoning.append(reasoning)
             if self._on_event is not None:
+                self._flush()
                 self._emit(ThinkingDelta(reasoning))
-        legacy = delta.get("function_call")
-        if legacy:
-            self._add_call_fragment({"index": 0, "function": legacy})
+        if delta.function_call is not None:
+            self._add_call_fragment(ChunkToolCall(index=0, function=delta.function_call))
 
     def _rare_parts(self) -> _Rare:
         if self._rare is None:
@@ -326,20 +376,44 @@ class ChatStreamReader:
         self._text.append(content)
         if self._on_event is None:
             return
-        if self._held:
-            content = _intact(self._held + content)
-            self._held = ""
-        if "\ud800" <= content[-1] <= "\udbff":
-            self._held = content[-1]
-            content = content[:-1]
-        if content:
-            self._emit(TextDelta(content))
+        if self._span is not _TEXT:
+            self._flush()
+            self._span = _TEXT
+        self._span_parts.append(content)
 
-    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
-        call_id = fragment.get("id") or None
-        function = fragment.get("function") or {}
-        name = function.get("name") or None
-        index = fragment.get("index")
+    def _flush(self) -> None:
+        """Send the delta being gathered, if any."""
+        span = self._span
+        if span is None:
+            return
+        self._span = None
+        parts = self._span_parts
+        self._span_parts = []
+        if span is _TEXT:
+            self._send_text(parts)
+            return
+        assert isinstance(span, _Call)
+        event = ToolCallDelta(span.position, span.id, self._span_name, "".join(parts))
+        self._span_name = None
+        self._emit(event)
+
+    def _send_text(self, parts: list[str]) -> None:
+        text = "".join(parts)
+        halves = bool(self._held) or len(parts) > 1  # a surrogate pair may have come in two pieces
+        if self._held:
+            text = self._held + text
+            self._held = ""
+        if "\ud800" <= text[-1] <= "\udbff":  # its pair has not arrived yet
+            self._held = text[-1]
+            text = text[:-1]
+        if text:
+            self._emit(TextDelta(_intact(text) if halves else text))
+
+    def _add_call_fragment(self, fragment: ChunkToolCall) -> None:
+        call_id = fragment.id or None
+        function = fragment.function
+        name, arguments = (function.name or None, function.arguments) if function is not None else (None, None)
+        index = fragment.index
         call = self._by_index.get(index) if index is not None and call_id is None else None
         if call is None:  # a fragment that may open a call (the common one continues its call's arguments)
             call = self._target(index, call_id, name)
@@ -349,17 +423,19 @@ class ChatStreamReader:
             self._by_id.setdefault(call_id, call)
         if name and not call.name:
             call.name = new_name = name
-        arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
             call.args = [arguments]
         elif arguments:
             call.args.append(arguments)
         if self._on_event is not None and (new_id or new_name or arguments):
-            try:  # inline rather than _emit: this runs for every fragment
-                self._on_event(ToolCallDelta(call.position, call.id, new_name, arguments or ""))
-            except Exception as exc:
-                raise _ListenerError(exc) from exc
+            if self._span is not call:
+                self._flush()
+                self._span = call
+            if new_name:
+                self._span_name = new_name
+            if arguments:
+                self._span_parts.append(arguments)
 
     def _emit(self, event: ModelEvent) -> None:
         assert self._on_event is not None

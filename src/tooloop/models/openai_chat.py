@@ -50,6 +50,7 @@ from ._errors import provider_error
 from ._lean_http import ConnectTimeout, ReadTimeout, TransportError
 from ._lean_openai import LeanChunks, LeanOpenAI, LeanStatusError, LeanStreamError, dumps, lean_eligible
 from ._openai_chat_parse import ChatStreamReader, parse_completion
+from ._openai_chunks import ChunkShapeError
 from ._openai_schema import strict_schema
 from ._per_loop import PerLoop
 from .base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
@@ -306,6 +307,10 @@ class OpenAIChatModel(ProviderModel):
         if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # a body or chunk that is not JSON
             return ModelResponseError(
                 f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
+            )
+        if isinstance(exc, ChunkShapeError):  # JSON, but not a chunk
+            return ModelResponseError(
+                f"{self.provider} streamed a chunk tooloop cannot read: {exc}", provider=self.provider
             )
         if "openai" not in sys.modules:  # only the SDK path raises the SDK's exceptions
             return None

@@ -1,0 +1,92 @@
+"""The fields of a streamed ``chat.completion.chunk`` that tooloop reads, as typed records.
+
+A streamed answer is a dozen or more chunks per tool call, each repeating the same envelope (id,
+object, created, model, system fingerprint, log probabilities). Decoding them into dicts builds
+every key and value of that envelope and seven containers per chunk; ``msgspec`` decodes straight
+into these records, skips the fields nobody reads and allocates nothing the garbage collector has
+to scan (``gc=False``: a record holds only strings, numbers and lists, never itself). Chunks that
+arrive as dicts (from the SDK, or kept for a payload listener) are converted with :func:`chunk_from`,
+so one reader handles every path.
+
+The records are lenient where servers differ: any field may be missing or null, numbers and
+strings are coerced (``strict=False``), ``arguments`` may be an object instead of a string,
+and unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "Chunk",
+    "ChunkChoice",
+    "ChunkDelta",
+    "ChunkFunction",
+    "ChunkShapeError",
+    "ChunkToolCall",
+    "chunk_from",
+    "decode",
+    "decode_each",
+]
+
+
+class ChunkFunction(msgspec.Struct, gc=False):
+    """The function of a tool-call fragment (or a legacy ``function_call`` delta)."""
+
+    name: str | None = None
+    arguments: Any = None
+
+
+class ChunkToolCall(msgspec.Struct, gc=False):
+    """One fragment of a tool call."""
+
+    index: int | None = None
+    id: str | None = None
+    function: ChunkFunction | None = None
+
+
+class ChunkDelta(msgspec.Struct, gc=False):
+    """What a chunk adds to the answer."""
+
+    content: str | None = None
+    tool_calls: list[ChunkToolCall] | None = None
+    refusal: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    function_call: ChunkFunction | None = None
+
+
+class ChunkChoice(msgspec.Struct, gc=False):
+    """The first choice of a chunk (tooloop asks for one)."""
+
+    delta: ChunkDelta | None = None
+    finish_reason: str | None = None
+
+
+class Chunk(msgspec.Struct, gc=False):
+    """One ``chat.completion.chunk``, or an error event (``error`` set) a server sent instead."""
+
+    choices: list[ChunkChoice] | None = None
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+    error: Any = None
+
+
+ChunkShapeError = msgspec.ValidationError
+"""Raised for JSON that is not a chunk (a ``ValueError``)."""
+
+_many = msgspec.json.Decoder(list[Chunk], strict=False)
+_one = msgspec.json.Decoder(Chunk, strict=False)
+
+decode = _many.decode
+"""The chunks of a JSON array of chunks (raises ``msgspec.DecodeError``, a ``ValueError``)."""
+
+decode_each = _one.decode
+"""One chunk from its JSON text."""
+
+
+def chunk_from(data: Any) -> Chunk:
+    """The chunk for JSON already decoded (a dict); raises ``msgspec.ValidationError`` when it is not one."""
+    return msgspec.convert(data, Chunk, strict=False)
