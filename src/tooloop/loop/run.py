@@ -157,6 +157,8 @@ class Run:
                 abandoned = isinstance(exc, GeneratorExit)
                 watch.finished(None, self.record.usage, None if abandoned else exc, self.record.transcript)
             raise
+        finally:
+            self._batch_view = None  # see finish()
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
 
@@ -181,6 +183,9 @@ class Run:
                         break
                     step = self._turn()
             finally:
+                # It points back at the run: without it, the run is freed as soon as it is dropped,
+                # not by the garbage collector (thousands of concurrent runs make that costly).
+                self._batch_view = None
                 if session is not None:
                     await self._close_session(session)
         except BaseException as exc:
