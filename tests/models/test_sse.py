@@ -77,6 +77,35 @@ def test_data_alone_is_the_data_of_every_event_for_every_split(name: str) -> Non
         assert [data for piece in _split(body, cuts) for data in decoder.data(piece)] == [d for _, d in expected], cuts
 
 
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_joined_is_the_data_of_the_usual_piece_and_leaves_any_other_to_data(name: str) -> None:
+    body, _ = BODIES[name]
+    splits = [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
+    for cuts in splits:
+        decoder, reference = SSEDecoder(), SSEDecoder()
+        for piece in _split(body, cuts):
+            datas = reference.data(piece)
+            usual = decoder.joined(piece, b"|")
+            if usual is None:  # not taken: the piece is read by the general rule, from the same state
+                assert decoder.data(piece) == datas, cuts
+            else:
+                assert usual == (b"|".join(datas), len(datas)) and datas, cuts
+
+
+def test_joined_takes_only_complete_one_line_data_events() -> None:
+    assert SSEDecoder().joined(b'data: {"a":1}\n\ndata: [DONE]\n\n', b",") == (b'{"a":1},[DONE]', 2)
+    for other in (
+        b'data: {"a":1}\n\ndata: {"b"',  # an event still arriving
+        b'data: {"a":\ndata: 1}\n\n',  # data on two lines
+        b'data: {"a":1}\nid: 7\n\n',  # another field
+        b": ping\n\ndata: {}\n\n",  # a comment first
+        b'data: {"a":1}\n\n: ping\n\ndata: {}\n\n',  # a comment between
+        b'event: x\ndata: {"a":1}\n\n',  # a named event
+        b'data: {"a":1}\r\n\r\n',  # CRLF line ends
+    ):
+        assert SSEDecoder().joined(other, b",") is None, other
+
+
 class _Body:
     """A response body handed out in the given pieces (what LeanChunks reads from the transport)."""
 

@@ -455,6 +455,18 @@ class SSEDecoder:
                 _event(block, out)
         return out
 
+    def joined(self, piece: bytes, separator: bytes) -> tuple[bytes, int] | None:
+        """The usual piece, complete one-line ``data:`` events and nothing else, as their data joined
+        by ``separator`` and their number; None for any other piece, which is left for :meth:`data`
+        (or :meth:`feed`) to read."""
+        if self._buffer or not piece.startswith(b"data: ") or not piece.endswith(b"\n\n") or _CR in piece:
+            return None
+        datas = piece[6:-2].split(b"\n\ndata: ")
+        joined = separator.join(datas)
+        if _LF in joined:  # a line that is not a data line, or data on several lines
+            return None
+        return joined, len(datas)
+
     def data(self, piece: bytes) -> list[bytes]:
         """The data of the events completed by ``piece``, for readers that ignore event names."""
         buffer = self._buffer + piece if self._buffer else piece

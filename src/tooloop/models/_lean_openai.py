@@ -227,6 +227,8 @@ class LeanChunks:
             while (events := await self._next_events(True)) is not None:
                 if events:
                     take(events)
+                if self.done and self._unread == 0 and self._failure is None:
+                    break  # [DONE] ended the body: its connection is back in the pool, nothing to drain
         finally:
             self._response.close()
 
@@ -256,23 +258,34 @@ class LeanChunks:
     def _decode(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
         self._unread -= len(piece)
-        datas = self._decoder.data(piece)
-        if datas and datas[-1].startswith(_DONE):  # where it belongs; anywhere else, one by one finds it
-            self.done = True
-            datas.pop()
-        if not datas:
-            return [], None
+        usual = self._decoder.joined(piece, b",")
+        if usual is None:
+            return self._general(piece, typed)
+        joined, count = usual
+        if joined.endswith(_DONE):  # where it belongs: the last event of the body
+            if joined == _DONE:
+                self.done = True
+                return [], None
+            if joined.endswith(_LAST_DONE):
+                self.done = True
+                joined = joined[: -len(_LAST_DONE)]
+                count -= 1
         try:  # all of them in one call; a failure is found again one by one
-            if len(datas) == 1:
-                events = [decode_each(datas[0]) if typed else _loads(datas[0])]
+            if count == 1:
+                events = [decode_each(joined) if typed else _loads(joined)]
             else:
-                array = b"[" + b",".join(datas) + b"]"
+                array = b"[" + joined + b"]"
                 events = decode(array) if typed else _loads(array)
         except ValueError:
-            return self._one_by_one(datas, typed)
-        if len(events) != len(datas):  # data that is not one JSON value each (a comma in one)
-            return self._one_by_one(datas, typed)
+            return self._general(piece, typed)
+        if len(events) != count:  # data that is not one JSON value each (a comma in one)
+            return self._general(piece, typed)
         return _until_error(events, typed)
+
+    def _general(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
+        """:meth:`_decode` for any piece: its events up to ``[DONE]`` or the first failure."""
+        self.done = False
+        return self._one_by_one(self._decoder.data(piece), typed)
 
     def _one_by_one(self, datas: list[bytes], typed: bool) -> tuple[list[Any], Exception | None]:
         """The events of ``datas`` up to ``[DONE]`` or the first that is not a chunk (or is an
@@ -308,6 +321,7 @@ class LeanChunks:
 
 
 _DONE = b"[DONE]"
+_LAST_DONE = b"," + _DONE
 
 
 def _one(data: bytes, typed: bool) -> Any:
@@ -322,8 +336,17 @@ def _one(data: bytes, typed: bool) -> Any:
 
 
 def _until_error(events: list[Any], typed: bool) -> tuple[list[Any], Exception | None]:
-    for position, event in enumerate(events):
-        error = event.error if typed else event.get("error") if type(event) is dict else None
+    if typed:
+        for event in events:
+            if event.error is not None:
+                return _cut(events, [e.error for e in events])
+        return events, None
+    return _cut(events, [e.get("error") if type(e) is dict else None for e in events])
+
+
+def _cut(events: list[Any], errors: list[Any]) -> tuple[list[Any], Exception | None]:
+    """The events before the first with an error (not null or empty), and that error."""
+    for position, error in enumerate(errors):
         if error:
             return events[:position], LeanStreamError(error)
     return events, None
