@@ -144,3 +144,10 @@ def test_a_dict_chunk_from_the_sdk_is_read_the_same_and_a_wrong_shape_is_an_erro
     assert reader.result().text == "ok"
     with pytest.raises(ModelResponseError, match="cannot read"):
         reader.feed({"choices": [{"delta": "not an object"}]})
+
+
+def test_an_object_without_choices_is_an_error_unless_it_carries_the_usage() -> None:
+    reader, _ = _reader()
+    reader.feed_all(decode(b'[{"choices": [], "usage": {"prompt_tokens": 3}}, {"usage": {"prompt_tokens": 3}}]'))
+    with pytest.raises(ModelResponseError, match="not a chunk"):
+        reader.feed_all(decode(b'[{"object": "error", "message": "the model crashed"}]'))

@@ -144,8 +144,8 @@ def _cuts(body: bytes) -> list[tuple[int, ...]]:
 
 
 def _record(**fields: object) -> dict[str, object]:
-    """A chunk record as plain values: every field, unset ones null."""
-    return {"choices": None, "usage": None, "model": None, "error": None, **fields}
+    """A chunk record as plain values: every field, null when not sent (``choices``: left out)."""
+    return {"usage": None, "model": None, "error": None, **fields}
 
 
 def _as_read(typed: bool, *events: dict[str, object]) -> list[object]:

@@ -33,7 +33,7 @@ from ..errors import ModelResponseError, ProviderConnectionError
 from ..events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ._errors import provider_error
-from ._openai_chunks import Chunk, ChunkDelta, ChunkToolCall, chunk_from
+from ._openai_chunks import UNSET, Chunk, ChunkDelta, ChunkToolCall, chunk_from
 
 __all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
 
@@ -310,6 +310,11 @@ class ChatStreamReader:
                     self._usage = chunk.usage
                 choices = chunk.choices
                 if not choices:
+                    if choices is UNSET and not chunk.usage:  # neither a chunk nor the usage after the last
+                        raise ModelResponseError(
+                            f"{self._provider} streamed an object that is not a chunk (no choices)",
+                            provider=self._provider,
+                        )
                     continue
                 choice = choices[0]
                 delta = choice.delta

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "UNSET",
     "Chunk",
     "ChunkChoice",
     "ChunkDelta",
@@ -68,11 +69,14 @@ class ChunkChoice(msgspec.Struct, gc=False):
 class Chunk(msgspec.Struct, gc=False):
     """One ``chat.completion.chunk``, or an error event (``error`` set) a server sent instead."""
 
-    choices: list[ChunkChoice] | None = None
+    choices: list[ChunkChoice] | msgspec.UnsetType | None = msgspec.UNSET
+    """``UNSET`` when the chunk has no ``choices`` at all (falsy, like an empty list)."""
     usage: dict[str, Any] | None = None
     model: str | None = None
     error: Any = None
 
+
+UNSET = msgspec.UNSET
 
 ChunkShapeError = msgspec.ValidationError
 """Raised for JSON that is not a chunk (a ``ValueError``)."""
