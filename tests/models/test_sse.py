@@ -47,11 +47,15 @@ def _split(body: bytes, cuts: tuple[int, ...]) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(edges)]
 
 
+def _splits(body: bytes) -> list[tuple[int, ...]]:
+    """Where to cut ``body``: nowhere, at every byte, and at every pair of every third byte."""
+    return [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
+
+
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_every_split_of_the_body_gives_the_same_events(name: str) -> None:
     body, expected = BODIES[name]
-    splits = [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
-    for cuts in splits:
+    for cuts in _splits(body):
         decoder = SSEDecoder()
         events = [event for piece in _split(body, cuts) for event in decoder.feed(piece)]
         assert events == expected, cuts
@@ -71,8 +75,7 @@ async def test_sse_events_reads_an_async_body() -> None:
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_data_alone_is_the_data_of_every_event_for_every_split(name: str) -> None:
     body, expected = BODIES[name]
-    splits = [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
-    for cuts in splits:
+    for cuts in _splits(body):
         decoder = SSEDecoder()
         assert [data for piece in _split(body, cuts) for data in decoder.data(piece)] == [d for _, d in expected], cuts
 
@@ -80,8 +83,7 @@ def test_data_alone_is_the_data_of_every_event_for_every_split(name: str) -> Non
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_joined_is_the_data_of_the_usual_piece_and_leaves_any_other_to_data(name: str) -> None:
     body, _ = BODIES[name]
-    splits = [(), *((i,) for i in range(1, len(body))), *itertools.combinations(range(1, len(body), 3), 2)]
-    for cuts in splits:
+    for cuts in _splits(body):
         decoder, reference = SSEDecoder(), SSEDecoder()
         for piece in _split(body, cuts):
             datas = reference.data(piece)
