@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +97,47 @@ async def test_the_lease_is_renewed_while_a_long_run_holds_it(store_url: str) ->
 def test_a_lease_needs_a_positive_life_and_a_non_negative_wait(bad: dict[str, float]) -> None:
     with pytest.raises(ArgumentValueError):
         SessionLease(**bad)
+
+
+def _spawn_owner(store_url: str, log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("lease_owner.py")), store_url, str(log)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
+
+
+async def test_a_paused_owner_woken_after_a_takeover_leaves_the_takers_session_as_it_was(
+    store_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "owner.log"
+    owner = _spawn_owner(store_url, log)
+    try:
+        lines = lambda: log.read_text().splitlines() if log.exists() else []  # noqa: E731
+        deadline = time.monotonic() + 60
+        while "start" not in lines():
+            assert owner.poll() is None and time.monotonic() < deadline, "the owner never started its tool"
+            await asyncio.sleep(0.02)
+        owner.send_signal(signal.SIGSTOP)  # paused mid-tool, its lease runs out
+
+        def taker_script(request: ModelRequest) -> str:
+            return "taker's answer"
+
+        async def slow() -> str:
+            """Takes a while."""
+            return "taker's outcome"
+
+        taker = Agent(FunctionModel(taker_script), tools=[slow], store=store_url, lease=SessionLease(ttl=1, wait=30))
+        taken = await taker.resume("s")  # waits for the lease to expire, then reruns the cut call
+        assert taken.text == "taker's answer"
+        owner.send_signal(signal.SIGCONT)
+        await asyncio.to_thread(owner.wait, 60)
+    finally:
+        owner.send_signal(signal.SIGCONT)
+        owner.kill()
+        owner.wait()
+    assert lines()[-1] == "end ConflictError"  # the woken owner lost at its next write
+    async with open_store(store_url) as opened:
+        stored = await opened.load("s")
+    assert stored == taken.transcript  # the owner took nothing back that the taker built on
+    assert stored[0] == UserMessage("do it")
+    assert [m.content for m in stored.tool_invocations] == ["taker's outcome"]

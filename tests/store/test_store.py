@@ -318,21 +318,37 @@ async def test_sqlite_memory_and_relative_paths(tmp_path: Path, monkeypatch: pyt
     assert execute_raw(f"sqlite:///{tmp_path}/rel/s.db", "PRAGMA journal_mode") == [("wal",)]
 
 
-async def test_retract_takes_back_one_writers_records_and_keeps_the_others_in_order(store: BaseStore) -> None:
+async def test_retract_takes_back_one_writers_records_when_nobody_wrote_after_them(store: BaseStore) -> None:
     before = await store.append("s", [UserMessage("p0")])
     after_a = await store.append(
         "s",
         [UserMessage("A"), ToolCallMessage(tool_name="t", tool_call_id="a1", status=ToolCallStatus.STARTED)],
         expected_version=before,
     )
-    after_b = await store.append("s", [UserMessage("B"), AssistantMessage("b")], expected_version=after_a)
     await store.retract("s", [(before, after_a)])
-    assert [m.text for m in await store.load("s") if not isinstance(m, ToolCallMessage)] == ["p0", "B", "b"]
-    assert len(await store.load("s")) == 3
+    assert [m.text for m in await store.load("s")] == ["p0"]  # type: ignore[union-attr]
     info = await store.get_session("s")
-    assert info.message_count == 3 and info.version == after_b  # the version does not move
-    await store.append("s", [UserMessage("C")], expected_version=after_b)
-    assert [m.text for m in await store.load("s")] == ["p0", "B", "b", "C"]  # type: ignore[union-attr]
+    assert info.message_count == 1 and info.version == after_a  # the version does not move
+    await store.append("s", [UserMessage("C")], expected_version=after_a)
+    assert [m.text for m in await store.load("s")] == ["p0", "C"]  # type: ignore[union-attr]
+
+
+async def test_retract_keeps_records_another_writer_wrote_after_and_so_built_on(store: BaseStore) -> None:
+    before = await store.append("s", [UserMessage("p0")])
+    started = ToolCallMessage(tool_name="t", tool_call_id="a1", status=ToolCallStatus.STARTED, batch_id="b")
+    after_a = await store.append("s", [UserMessage("A"), started], expected_version=before)
+    closed = ToolCallMessage(tool_name="t", tool_call_id="a1", content="closed by B", batch_id="b")
+    after_b = await store.append("s", [closed, AssistantMessage("b")], expected_version=after_a)
+    await store.retract("s", [(before, after_a)])  # B read A's records and closed A's call: they stay
+    stored = await store.load("s")
+    assert [(m.kind, m.content if isinstance(m, ToolCallMessage) else m.text) for m in stored] == [  # type: ignore[union-attr]
+        ("user", "p0"),
+        ("user", "A"),
+        ("tool_call", "closed by B"),
+        ("assistant", "b"),
+    ]
+    info = await store.get_session("s")
+    assert info.message_count == 4 and info.version == after_b
 
 
 async def test_retracting_an_outcome_shows_the_entry_it_had_replaced_again(store: BaseStore) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "Latest",
     "Record",
     "Row",
+    "built_on",
     "check_fork_at",
     "decode_rows",
     "encode",
@@ -116,6 +117,16 @@ def plan_rows(
     if claim and not rows:
         version += 1
     return rows, version, count
+
+
+def built_on(version: int, writes: Sequence[tuple[int, int]]) -> bool:
+    """Whether another writer wrote after the last of ``writes`` (the session is past its end).
+
+    Whoever wrote after a record had read it: it built on it (its model saw it, or it closed a
+    call it found there). Such records are never taken back, or the session would no longer be
+    what that writer built on.
+    """
+    return not writes or version > max(end for _, end in writes)
 
 
 def repack(rows: Iterable[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:

@@ -71,8 +71,11 @@ class Store(Protocol):
         """Take back what one writer appended: every record written between the versions of each
         ``(before, after)`` pair (what :meth:`append` was given and returned), in one transaction.
 
-        A run that lost a :class:`~tooloop.errors.ConflictError` leaves nothing behind this way.
-        The other messages keep their order; an entry a retracted record had replaced shows again.
+        A run that lost a :class:`~tooloop.errors.ConflictError` leaves nothing behind this way,
+        unless another writer wrote after its last write: that writer read those records and built
+        on them (its model saw the prompt, it closed a call found there), so nothing is taken back
+        and the session stays what that writer saw. The other messages keep their order; an entry
+        a retracted record had replaced shows again.
         """
         ...
 

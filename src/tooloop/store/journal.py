@@ -193,13 +193,16 @@ class SessionBinding:
         journal = self._journal
         try:
             if self._opened is not None and journal is not None and journal.lost:
-                # A run that lost to another writer leaves nothing behind: its messages are taken
-                # back (the session's totals stay as they were; the error carries the usage). A
-                # turn with an id is the exception: another submit of that turn may have adopted
-                # and continued what this run wrote.
+                # A run that lost to another writer leaves nothing behind that nobody built on: the
+                # store takes its messages back unless the winner wrote after them (the session's
+                # totals stay as they were; the error carries the usage). A turn with an id keeps
+                # them: another submit of that turn may have adopted and continued what it wrote.
                 if journal.written and self._turn_id is None:
                     await self._opened.retract(self.session_id, journal.written)
-                    _log.info("session %s: this run lost to another writer; took back its writes", self.session_id)
+                    _log.info(
+                        "session %s: this run lost to another writer; its writes nobody built on are taken back",
+                        self.session_id,
+                    )
             elif self._opened is not None and (usage.requests or usage.tool_calls):
                 await self._update_metadata(self._opened, usage, model, transcript)
         finally:

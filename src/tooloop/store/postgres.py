@@ -29,6 +29,7 @@ from ._common import CLAIM_LEASE_SQL, BaseStore, busy
 from ._records import (
     Latest,
     Record,
+    built_on,
     check_fork_at,
     decode_rows,
     encode,
@@ -301,7 +302,10 @@ async def _append(conn: _Conn, session_id: str, records: list[Record], expected:
 
 
 async def _retract(conn: _Conn, session_id: str, writes: list[tuple[int, int]]) -> None:
-    await conn.execute("SELECT version FROM tooloop_sessions WHERE id = %s FOR UPDATE", (session_id,))
+    cursor = await conn.execute("SELECT version FROM tooloop_sessions WHERE id = %s FOR UPDATE", (session_id,))
+    row = await cursor.fetchone()
+    if row is None or built_on(int(row[0]), writes):
+        return
     for start, end in writes:
         await conn.execute(
             "DELETE FROM tooloop_messages WHERE session_id = %s AND seq >= %s AND seq < %s", (session_id, start, end)

@@ -23,6 +23,7 @@ from ._common import CLAIM_LEASE_SQL, BaseStore, busy
 from ._records import (
     Latest,
     Record,
+    built_on,
     check_fork_at,
     decode_rows,
     encode,
@@ -320,6 +321,9 @@ def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], ex
 
 
 def _retract(conn: sqlite3.Connection, session_id: str, writes: list[tuple[int, int]]) -> None:
+    row = conn.execute("SELECT version FROM tooloop_sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None or built_on(int(row[0]), writes):
+        return
     for start, end in writes:
         conn.execute(
             "DELETE FROM tooloop_messages WHERE session_id = ? AND seq >= ? AND seq < ?", (session_id, start, end)
