@@ -141,3 +141,33 @@ async def test_a_paused_owner_woken_after_a_takeover_leaves_the_takers_session_a
     assert stored == taken.transcript  # the owner took nothing back that the taker built on
     assert stored[0] == UserMessage("do it")
     assert [m.content for m in stored.tool_invocations] == ["taker's outcome"]
+
+
+async def test_releasing_a_lease_whose_renewal_waits_for_a_pooled_connection_ends_it(postgres_url: str) -> None:
+    """On Python 3.11, a cancellation landing just as the pool hands a connection over is swallowed
+    by ``asyncio.wait_for`` inside psycopg_pool: the renewal must stop by its flag all the same."""
+    from tooloop.store.journal import _Held
+    from tooloop.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url, min_size=1, max_size=1)
+    try:
+        held = _Held(store, "s", SessionLease(ttl=0.3))
+        await held.take()
+        pool = store._pool  # the fault: the pool's only connection is busy when the renewal is due
+        conn = await pool.getconn()
+        deadline = time.monotonic() + 10
+        while pool.get_stats().get("requests_waiting", 0) == 0:  # the renewal waits for the connection
+            assert time.monotonic() < deadline, "the renewal never asked for a connection"
+            await asyncio.sleep(0.01)
+        await pool.putconn(conn)  # handed to the waiting renewal...
+        release = asyncio.ensure_future(held.release())  # ...as release() cancels it in the same step
+        await asyncio.wait({release}, timeout=5)
+        assert release.done(), "release() hangs: the renewal swallowed its cancellation and renews for ever"
+        release.result()
+        assert held._renewing is not None and held._renewing.done()
+        await store.claim_lease("s", "another worker", ttl=10)  # the lease is free at once
+        await asyncio.sleep(0.5)  # and nobody renews it behind the new owner's back
+        with pytest.raises(SessionBusyError, match="another worker"):
+            await store.claim_lease("s", held.owner, ttl=10)
+    finally:
+        await store.close()

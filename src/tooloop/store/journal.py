@@ -64,6 +64,7 @@ class _Held:
         self.lease = lease
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._renewing: asyncio.Task[None] | None = None
+        self._released = False
 
     async def take(self) -> None:
         deadline = time.monotonic() + self.lease.wait
@@ -79,8 +80,12 @@ class _Held:
         self._renewing = asyncio.create_task(self._renew())
 
     async def _renew(self) -> None:
-        while True:
+        # The flag, not only the cancellation, ends the renewal: on Python 3.11 a cancellation that
+        # lands while a pooled connection is being handed over is swallowed by asyncio.wait_for.
+        while not self._released:
             await asyncio.sleep(self.lease.ttl / 3)
+            if self._released:
+                return
             try:
                 await self.store.claim_lease(self.session_id, self.owner, self.lease.ttl)
             except SessionBusyError:
@@ -88,13 +93,23 @@ class _Held:
                     "session %s: lease lost to another worker; this run stops at its next write", self.session_id
                 )
                 return
+            except Exception as exc:  # the database is unreachable for now: try again, the lease still runs
+                _log.warning("session %s: could not renew the lease (%s); trying again", self.session_id, exc)
+        # Released while a renewal was under way: it may have renewed after release() ended the lease.
+        with contextlib.suppress(Exception):  # if the database is gone, the lease expires by itself
+            await self.store.release_lease(self.session_id, self.owner)
 
     async def release(self) -> None:
-        if self._renewing is not None:
-            self._renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewing
-        await asyncio.shield(self.store.release_lease(self.session_id, self.owner))
+        self._released = True
+        renewing = self._renewing
+        try:
+            if renewing is not None and not renewing.done():
+                renewing.cancel()
+                # Bounded: a renewal that swallowed the cancellation stops at its flag, and ends the
+                # lease itself if it renewed it meanwhile.
+                await asyncio.wait({renewing}, timeout=self.lease.ttl)
+        finally:
+            await asyncio.shield(self.store.release_lease(self.session_id, self.owner))
 
 
 class SessionJournal:
