@@ -73,6 +73,10 @@ def check_agent_options(
         )
     if store is not None and not isinstance(store, str | Store):
         raise ArgumentTypeError(f"store got {describe(store)}; pass a store URL such as 'sqlite:///chat.db' or a Store")
+    if isinstance(store, str):
+        from .store import check_store_url
+
+        check_store_url(store)
     check_session_id(session_id)
     require(rerun_interrupted, bool, "rerun_interrupted", "pass True or False")
 

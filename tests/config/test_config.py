@@ -287,3 +287,134 @@ def test_a_servers_own_policy_is_not_replaced_by_a_fallback(tmp_path: Path) -> N
         load_config(write(tmp_path, '[mcp_servers.s]\ncommand = "x"\n')).mcp_server("s", approve="destructive").approve
         == "destructive"
     )
+
+
+BROKEN_MODULES = {
+    "tooloop_test_raises_on_import": 'raise RuntimeError("no database at import time")\n',
+    "tooloop_test_syntax_error": "def f(:\n    pass\n",
+    "tooloop_test_odd_values": (
+        "def add(a: int) -> int:\n    'Add.'\n    return a\n\n\n"
+        "def other(a: int) -> int:\n    'Other.'\n    return a\n\n\nother.__name__ = 'add'\n"
+        "NOT_A_TOOL = 42\nA_STRING = 'int'\n"
+    ),
+}
+
+
+@pytest.fixture
+def broken_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "modules"
+    folder.mkdir()
+    for name, text in BROKEN_MODULES.items():
+        (folder / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        (
+            'tools = ["tooloop_test_raises_on_import:f"]',
+            "key 'tools': importing 'tooloop_test_raises_on_import' failed: RuntimeError: no database at import time",
+        ),
+        (
+            'tools = ["tooloop_test_syntax_error:f"]',
+            "key 'tools': importing 'tooloop_test_syntax_error' failed: SyntaxError: invalid syntax",
+        ),
+        (
+            'output_type = "tooloop_test_odd_values:A_STRING"',
+            "key 'output_type': 'tooloop_test_odd_values:A_STRING' is the string 'int', not a type",
+        ),
+        (
+            'tools = ["tooloop_test_odd_values:NOT_A_TOOL"]',
+            "key 'tools': 'tooloop_test_odd_values:NOT_A_TOOL' is not a tool (a tool must be a function or a Tool",
+        ),
+        (
+            'tools = ["tooloop_test_odd_values:add", "tooloop_test_odd_values:other"]',
+            "key 'tools': 'tooloop_test_odd_values:add' and 'tooloop_test_odd_values:other' are both named 'add'",
+        ),
+        (
+            'tools = ["tooloop_test_odd_values:add"]\nexclude_tools = ["ad"]',
+            "key 'exclude_tools': 'ad' is not a tool of this agent (its tools: add)",
+        ),
+        (
+            'model = "opena:gpt-4.1"',
+            "key 'model': unknown provider 'opena' in 'opena:gpt-4.1' (did you mean 'openai'?)",
+        ),
+        ('model = "@nope"', "key 'model': '@nope' names no [models.nope] table in this file (defined: none)"),
+    ],
+)
+def test_a_broken_tools_module_or_wrong_name_says_file_table_and_key(
+    tmp_path: Path, broken_modules: Path, agent: str, expected: str
+) -> None:
+    model = "" if agent.startswith("model") else 'model = "test:echo"\n'
+    path = write(tmp_path, f"[agents.a]\n{model}{agent}\n")
+    with pytest.raises(ConfigurationError) as caught:
+        tooloop.load_agent("a", path=path)
+    assert str(caught.value).startswith(f"{path}: [agents.a] key ")
+    assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[mcp_servers.s]\ncommand = "x"\n[agents.a]\nmodel = "test:echo"\nmcp_servers = ["s", "s"]\n',
+            "[agents.a] key 'mcp_servers': 's' is listed twice; list each once",
+        ),
+        (
+            '[agents.a]\nmodel = "test:echo"\nstore = "sqlite:x.db"\n',
+            "[agents.a] key 'store': unknown store URL 'sqlite:x.db': use sqlite:///path.db",
+        ),
+    ],
+)
+def test_a_server_listed_twice_or_a_malformed_store_url_is_refused_on_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert expected in str(caught.value)
+    assert not (tmp_path / "sqlite:x.db").exists()
+
+
+def test_a_store_url_without_its_slashes_is_refused_by_the_agent_and_open_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooloop.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    for wrong in ("sqlite:x.db", "sqlite:/x.db", "postgresql:db", "x.db"):
+        with pytest.raises(ConfigurationError, match=f"unknown store URL {wrong!r}"):
+            Agent("test:echo", store=wrong)
+        with pytest.raises(ConfigurationError, match=f"unknown store URL {wrong!r}"):
+            open_store(wrong)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_latin1_file_is_reported_as_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "tooloop.toml"
+    path.write_bytes('[agents.a]\nmodel = "test:echo"\nsystem = "Réponds en français."\n'.encode("latin-1"))
+    with pytest.raises(ConfigurationError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f"{path}: not UTF-8 text (byte 0xe9 on line 3); TOML files are UTF-8: save it with that encoding"
+    )
+
+
+def test_at_name_in_a_loaded_file_reads_that_files_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write(elsewhere, '[models.fast]\nprovider = "openai"\nmodel = "gpt-4.1"\napi_key_env = "TOOLOOP_TEST_UNSET"\n')
+    monkeypatch.chdir(elsewhere)  # the working directory's file has another [models.fast]
+    monkeypatch.delenv("TOOLOOP_CONFIG", raising=False)
+    loaded = write(
+        tmp_path,
+        '[models.fast]\nprovider = "test"\nmodel = "echo"\nsystem = "From the loaded file."\n'
+        '[agents.a]\nmodel = "@fast"\n',
+    )
+    agent = tooloop.load_agent("a", path=loaded)
+    assert agent.model.name == "test:echo"
+    assert agent.system == "From the loaded file."

@@ -9,13 +9,13 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..agent import Agent
 from ..errors import ConfigurationError
-from ..loop.limits import Limits
 from ..tools.tool import Tool, as_tool
 
 __all__ = ["build_agent", "load_tools", "main"]
@@ -46,12 +46,25 @@ def load_tools(paths: Iterable[str]) -> list[Tool]:
         if not module_name or not attr:
             raise ConfigurationError(f"--tool {path!r}: use the form package.module:function or file.py:function")
         try:
-            value: Any = getattr(_import(module_name), attr)
-        except (ImportError, AttributeError, OSError) as exc:
-            raise ConfigurationError(f"--tool {path!r}: {exc}") from exc
+            module = _import(module_name)
+        except (ImportError, OSError) as exc:
+            raise ConfigurationError(f"--tool {path!r}: cannot import {module_name!r} ({exc})") from exc
+        except Exception as exc:  # the module itself failed: a syntax error, or code that raised on import
+            raise ConfigurationError(
+                f"--tool {path!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        value: Any = getattr(module, attr, _MISSING)
+        if value is _MISSING:
+            raise ConfigurationError(f"--tool {path!r}: {module_name!r} has no {attr!r}")
         values = value if isinstance(value, list | tuple) else [value]
-        tools.extend(as_tool(v) for v in values)
+        try:
+            tools.extend(as_tool(v) for v in values)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"--tool {path!r}: not a tool ({exc})") from None
     return tools
+
+
+_MISSING = object()
 
 
 def _import(name: str) -> ModuleType:
@@ -88,7 +101,7 @@ def build_agent(args: argparse.Namespace) -> Agent:
     if args.tool:
         agent = agent.with_tools(*load_tools(args.tool))
     if args.max_turns is not None:
-        agent = agent.with_limits(Limits(max_turns=args.max_turns))
+        agent = agent.with_limits(replace(agent.limits, max_turns=args.max_turns))  # only that field
     return agent
 
 

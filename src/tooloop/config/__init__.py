@@ -97,6 +97,12 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raw = tomllib.loads(found.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"{found}: cannot read the configuration file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ConfigurationError(
+            f"{found}: not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}); "
+            "TOML files are UTF-8: save it with that encoding"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{found}: not valid TOML: {exc}") from exc
     return Config(found, _validate(found, raw))

@@ -94,7 +94,7 @@ def _expand_all(values: Mapping[str, str] | None, where: str, key: str) -> dict[
 
 
 def build_agent(config: Config, name: str) -> Agent:
-    """``[agents.NAME]`` as an :class:`Agent`."""
+    """``[agents.NAME]`` as an :class:`Agent`; every mistake names the file, the table and the key."""
     from ..agent import Agent
     from ..loop.limits import Limits
     from ..models.base import ModelSettings
@@ -103,41 +103,114 @@ def build_agent(config: Config, name: str) -> Agent:
     where = f"{config.path}: [agents.{name}]"
     model, system, settings = _model(config, table, where)
     limits = Limits(**table.limits.model_dump(exclude_none=True))
-    tools: list[Any] = [_import(path, where, "tools") for path in table.tools]
+    tools: list[Any] = _tools(table.tools, where)
+    _check_excluded(table, tools, where)
     for server in table.mcp_servers:
         if server not in config.data.mcp_servers:
             known = ", ".join(config.data.mcp_servers) or "none"
             raise ConfigurationError(f"{where} key 'mcp_servers': no [mcp_servers.{server}] table (defined: {known})")
         tools.append(mcp_server(config, server, approve=table.approve))
-    return Agent(
-        model,
-        system=table.system if table.system is not None else system,
-        tools=tools,
-        limits=limits,
-        denied_tools=table.exclude_tools,
-        settings=settings.merged(ModelSettings(temperature=table.temperature, max_tokens=table.max_tokens)),
-        output_type=_import(table.output_type, where, "output_type") if table.output_type else None,
-        approve=_import(table.approver, where, "approver") if table.approver else None,
-        store=table.store,
-    )
+    output_type = _output_type(table.output_type, where) if table.output_type else None
+    try:
+        return Agent(
+            model,
+            system=table.system if table.system is not None else system,
+            tools=tools,
+            limits=limits,
+            denied_tools=table.exclude_tools,
+            settings=settings.merged(ModelSettings(temperature=table.temperature, max_tokens=table.max_tokens)),
+            output_type=output_type,
+            approve=_import(table.approver, where, "approver") if table.approver else None,
+            store=table.store,
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
 
 
 def _model(config: Config, table: AgentTable, where: str) -> tuple[Model | str, str | None, ModelSettings]:
     from ..models.base import ModelSettings
+    from ..models.registry import check_model_string, registered_model_configs
 
-    if table.model in config.data.models:
-        named = model_config(config, table.model)
+    name = table.model.removeprefix("@")
+    if name in config.data.models:  # "fast" and "@fast" both mean [models.fast] of this very file
+        named = model_config(config, name)
         try:
             return named.create(), named.system, named.settings
         except ConfigurationError as exc:
-            raise ConfigurationError(f"{where} key 'model' ([models.{table.model}]): {exc}") from exc
-    if table.model.startswith("@") or ":" in table.model:
-        return table.model, None, ModelSettings()
+            raise ConfigurationError(f"{where} key 'model' ([models.{name}]): {exc}") from exc
     known = ", ".join(config.data.models) or "none"
-    raise ConfigurationError(
-        f"{where} key 'model': {table.model!r} is neither a name from [models] (defined: {known}) "
-        "nor a model string like 'openai:gpt-4.1'"
-    )
+    if table.model.startswith("@"):
+        if any(c.id == name for c in registered_model_configs()):
+            return table.model, None, ModelSettings()
+        raise ConfigurationError(
+            f"{where} key 'model': {table.model!r} names no [models.{name}] table in this file (defined: {known})"
+        )
+    if ":" not in table.model:
+        raise ConfigurationError(
+            f"{where} key 'model': {table.model!r} is neither a name from [models] (defined: {known}) "
+            "nor a model string like 'openai:gpt-4.1'"
+        )
+    try:
+        check_model_string(table.model)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where} key 'model': {exc}") from None
+    return table.model, None, ModelSettings()
+
+
+def _tools(paths: list[str], where: str) -> list[Any]:
+    """The tools of ``tools = [...]``, each checked to be a tool, and no two with one name."""
+    from ..agent import _is_source
+    from ..tools.tool import as_tool
+
+    tools: list[Any] = []
+    named: dict[str, str] = {}
+    for path in paths:
+        value = _import(path, where, "tools")
+        if _is_source(value):
+            tools.append(value)
+            continue
+        try:
+            tool = as_tool(value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where} key 'tools': {path!r} is not a tool ({exc})") from None
+        if tool.name in named:
+            raise ConfigurationError(
+                f"{where} key 'tools': {named[tool.name]!r} and {path!r} are both named {tool.name!r}; "
+                "tool names must be unique"
+            )
+        named[tool.name] = path
+        tools.append(tool)
+    return tools
+
+
+def _check_excluded(table: AgentTable, tools: list[Any], where: str) -> None:
+    """Names in ``exclude_tools`` must be tools of the agent (checked here when no MCP server
+    adds tools; the names of servers' tools are checked when the servers list them)."""
+    if table.mcp_servers or len(tools) != len(table.tools):
+        return
+    names = {t.name for t in tools}
+    unknown = [n for n in table.exclude_tools if n not in names]
+    if unknown:
+        raise ConfigurationError(
+            f"{where} key 'exclude_tools': {', '.join(map(repr, unknown))} is not a tool of this agent "
+            f"(its tools: {', '.join(sorted(names)) or 'none'}); check the spelling"
+        )
+
+
+def _output_type(path: str, where: str) -> Any:
+    from ..loop.output import OutputSpec
+
+    value = _import(path, where, "output_type")
+    if isinstance(value, str):
+        raise ConfigurationError(
+            f"{where} key 'output_type': {path!r} is the string {value!r}, not a type; name a pydantic model, "
+            "a dataclass or a TypedDict"
+        )
+    try:
+        OutputSpec.for_type(value)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where} key 'output_type': {path!r}: {exc}") from None
+    return value
 
 
 def _import(path: str, where: str, key: str) -> Any:
@@ -146,6 +219,10 @@ def _import(path: str, where: str, key: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigurationError(f"{where} key {key!r}: cannot import {module_name!r} ({exc})") from exc
+    except Exception as exc:  # the module itself failed: a syntax error, or code that raised on import
+        raise ConfigurationError(
+            f"{where} key {key!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         value = module
         for part in attribute.split("."):

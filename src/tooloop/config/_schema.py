@@ -154,6 +154,27 @@ class AgentTable(_Table):
     approver: str | None = None
     """Import path of a function deciding approvals (``"package.module:function"``)."""
 
+    @field_validator("tools", "mcp_servers")
+    @classmethod
+    def _listed_once(cls, value: list[str]) -> list[str]:
+        twice = sorted({v for v in value if value.count(v) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(map(repr, twice))} is listed twice; list each once")
+        return value
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from ..errors import ConfigurationError
+            from ..store import check_store_url
+
+            try:
+                check_store_url(value)
+            except ConfigurationError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
     @field_validator("tools", "output_type", "approver")
     @classmethod
     def _import_paths(cls, value: Any) -> Any:

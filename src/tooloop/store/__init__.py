@@ -22,6 +22,7 @@ __all__ = [
     "SessionInfo",
     "SessionLease",
     "Store",
+    "check_store_url",
     "open_store",
 ]
 
@@ -32,7 +33,7 @@ def open_store(url: str, **options: Any) -> BaseStore:
     ``options`` go to the backend (``SQLiteStore`` or ``PostgresStore``). The PostgreSQL backend
     needs the ``postgres`` extra and is imported only when asked for.
     """
-    scheme = url.partition(":")[0].lower()
+    scheme = check_store_url(url)
     if scheme == "sqlite":
         from .sqlite import SQLiteStore
 
@@ -41,6 +42,17 @@ def open_store(url: str, **options: Any) -> BaseStore:
         from .postgres import PostgresStore
 
         return PostgresStore.from_url(url, **options)
+    raise AssertionError(scheme)  # check_store_url admits only the schemes above
+
+
+def check_store_url(url: str) -> str:
+    """The scheme of a store URL (``sqlite`` or ``postgresql``); a malformed URL is a
+    :class:`~tooloop.errors.ConfigurationError` (``sqlite:x.db`` is not a path named ``sqlite:x.db``)."""
+    scheme, sep, rest = url.partition(":")
+    scheme = scheme.lower()
+    if sep and rest.startswith("//") and scheme in ("sqlite", "postgresql", "postgres"):
+        return "sqlite" if scheme == "sqlite" else "postgresql"
     raise ConfigurationError(
-        f"unknown store URL {url!r}: use sqlite:///path.db, sqlite:///:memory: or postgresql://..."
+        f"unknown store URL {url!r}: use sqlite:///path.db (three slashes, then the path), "
+        "sqlite:///:memory: or postgresql://user@host/database"
     )
