@@ -33,6 +33,7 @@
         ├── SessionNotFoundError
         ├── ConflictError              another worker owns the session (never retried)
         │   └── SessionBusyError       a live worker holds the session's lease
+        ├── StoreUnavailableError      the database stayed unreachable (retryable: nothing was lost)
         └── CorruptDataError           stored data cannot be read (names session and position)
 
 Values given to tooloop are checked where they are given (``Agent(...)``, ``Limits(...)``,
@@ -77,6 +78,7 @@ __all__ = [
     "SessionBusyError",
     "SessionNotFoundError",
     "StoreError",
+    "StoreUnavailableError",
     "ToolArgumentsError",
     "ToolDeniedError",
     "ToolError",
@@ -250,7 +252,9 @@ class ToolSourceError(ToolloopError):
 
 
 class StoreError(ToolloopError):
-    """Persistence failed."""
+    """Persistence failed. ``retryable`` says whether the same run may succeed when tried again."""
+
+    retryable: bool = False
 
 
 class SessionNotFoundError(StoreError, KeyError):
@@ -271,6 +275,15 @@ class SessionBusyError(ConflictError):
 
     owner: str | None = None
     expires_at: float | None = None
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not be reached (connection lost, server restarting, no free pooled
+    connection) or kept refusing a transaction for a race it lost, for longer than the store keeps
+    retrying. A write that failed this way was not applied, or was applied exactly once; run the
+    turn again (a durable turn is retried) once the database is back."""
+
+    retryable = True
 
 
 class CorruptDataError(StoreError):

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,13 @@ def _free_port() -> int:
 
 
 def _start_server(base: Path) -> tuple[str, list[str]]:
+    url, start, stop = _init_server(base)
+    subprocess.run(start, check=True, capture_output=True, text=True, timeout=90)
+    return url, stop
+
+
+def _init_server(base: Path) -> tuple[str, list[str], list[str]]:
+    """A new cluster under ``base``: its URL and the commands that start and stop it."""
     bindir = _pg_bin()
     if bindir is None:
         raise RuntimeError("no PostgreSQL server binaries (pg_ctl) found; apt-get install postgresql")
@@ -59,9 +67,10 @@ def _start_server(base: Path) -> tuple[str, list[str]]:
     run = lambda *args: subprocess.run([*as_user, *args], check=True, capture_output=True, text=True, timeout=90)  # noqa: E731
     run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
     options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "-t", "60", "start")
-    stop = [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+    pg_ctl = [*as_user, str(bindir / "pg_ctl"), "-D", str(data)]
+    start = [*pg_ctl, "-o", options, "-l", str(base / "log"), "-w", "-t", "60", "start"]
+    stop = [*pg_ctl, "-m", "immediate", "-w", "stop"]
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", start, stop
 
 
 @pytest.fixture(scope="session")
@@ -82,6 +91,40 @@ def postgres_server() -> Iterator[str]:
         pytest.skip(problem)
     try:
         yield url
+    finally:
+        subprocess.run(stop, capture_output=True, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@dataclass
+class Cluster:
+    """A PostgreSQL server a test owns: it may stop it (as a crash would) and start it again."""
+
+    url: str
+    start_command: list[str]
+    stop_command: list[str]
+
+    def start(self) -> None:
+        subprocess.run(self.start_command, check=True, capture_output=True, text=True, timeout=90)
+
+    def stop(self) -> None:
+        """Stop at once (``-m immediate``): clients see their connections dropped."""
+        subprocess.run(self.stop_command, check=True, capture_output=True, text=True, timeout=90)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Cluster]:
+    """A PostgreSQL server of this test alone (skipped when none can be started)."""
+    base = Path(tempfile.mkdtemp(prefix="tooloop-pg-own-"))
+    try:
+        url, start, stop = _init_server(base)
+        cluster = Cluster(url, start, stop)
+        cluster.start()
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"could not start a PostgreSQL server: {exc}")
+    try:
+        yield cluster
     finally:
         subprocess.run(stop, capture_output=True, timeout=60)
         shutil.rmtree(base, ignore_errors=True)

@@ -29,7 +29,7 @@ from typing import Any
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 
 from ..agent import Agent
-from ..errors import ConfigurationError, ConflictError, ProviderError, ToolloopError
+from ..errors import ConfigurationError, ConflictError, ProviderError, StoreError, ToolloopError
 from ..events import Event, TextDelta, ThinkingDelta
 from ..loop.result import ApprovalDecision
 from ..store.journal import SessionLease
@@ -51,8 +51,8 @@ def _retryable(error: BaseException) -> bool:
     """Retry what another attempt can fix; never a lost ownership or a mistake in the set-up."""
     if isinstance(error, ConflictError):
         return False  # another worker owns the session: retrying would fight it
-    if isinstance(error, ProviderError):
-        return error.retryable
+    if isinstance(error, ProviderError | StoreError):
+        return error.retryable  # a store that stayed unreachable: the next attempt resumes the turn
     return not isinstance(error, ToolloopError)  # a crash of the worker's own code: try again
 
 

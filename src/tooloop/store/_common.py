@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +21,7 @@ from ._records import Record
 from .base import UNSET, SessionInfo
 from .exchange import build_export, parse_export
 
-__all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy"]
+__all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy", "masked_url"]
 
 CLAIM_LEASE_SQL = (
     "INSERT INTO tooloop_leases (session_id, owner, expires_at) VALUES (?, ?, ?) "
@@ -28,6 +30,21 @@ CLAIM_LEASE_SQL = (
     "RETURNING owner"
 )
 """Take or renew a lease: it succeeds when the session has none, it is ours, or it has expired."""
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password shown as ``***`` (in the URL's user part, a ``password=`` query
+    parameter or a libpq ``password=...`` setting), for error messages and logs."""
+    masked = re.sub(r"(password\s*=\s*)('[^']*'|[^\s&]+)", r"\1***", url, flags=re.IGNORECASE)
+    try:
+        parts = urllib.parse.urlsplit(masked)
+        password = parts.password
+    except ValueError:
+        return masked
+    if not password:
+        return masked
+    user, _, host = parts.netloc.rpartition("@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))
 
 
 def busy(session_id: str, row: tuple[Any, ...] | None) -> SessionBusyError:

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 try:
     import psycopg
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     from ..errors import ConfigurationError
 
     raise ConfigurationError(f'{exc}. Install the PostgreSQL extra: pip install "tooloop[postgres]"') from exc
 
-from ..errors import ConflictError, SessionNotFoundError, StoreError
+from ..errors import ArgumentValueError, ConflictError, SessionNotFoundError, StoreError, StoreUnavailableError
 from ..messages import Message, Usage
 from ..transcript import SCHEMA_VERSION, Transcript
-from ._common import CLAIM_LEASE_SQL, BaseStore, busy
+from ._common import CLAIM_LEASE_SQL, BaseStore, busy, masked_url
 from ._records import (
     Latest,
     Record,
@@ -47,6 +48,8 @@ from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, check_sche
 __all__ = ["PostgresStore"]
 
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
+_T = TypeVar("_T")
+_log = logging.getLogger("tooloop.store")
 _SESSION_COLUMNS = "id, title, model, created_at, updated_at, version, message_count, usage, metadata"
 _INSERT_SESSION_COLUMNS = _SESSION_COLUMNS + ", cost"
 _MIGRATION_LOCK = 0x746F6F6C6F6F70  # "tooloop": one process migrates at a time
@@ -54,7 +57,14 @@ _INSERT_ROW = "INSERT INTO tooloop_messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
 
 
 class PostgresStore(BaseStore):
-    """Sessions in PostgreSQL. Open with :func:`tooloop.store.open_store`; connects on first use."""
+    """Sessions in PostgreSQL. Open with :func:`tooloop.store.open_store`; connects on first use.
+
+    A lost connection, a server restarting, a serialization failure or a moment without a free
+    pooled connection is retried with backoff for up to ``retry_for`` seconds; after that the
+    operation raises :class:`~tooloop.StoreUnavailableError` (retryable), naming the server with
+    its password masked. A write whose commit was cut off is checked on the next attempt, so it
+    is applied once.
+    """
 
     def __init__(
         self,
@@ -62,16 +72,26 @@ class PostgresStore(BaseStore):
         *,
         min_size: int = 1,
         max_size: int = 10,
+        retry_for: float = 30.0,
         migrations: tuple[Migration, ...] = POSTGRES_MIGRATIONS,
     ):
+        if isinstance(retry_for, bool) or not isinstance(retry_for, int | float) or retry_for < 0:
+            raise ArgumentValueError(f"PostgresStore(retry_for=...) must be seconds >= 0, got {retry_for!r}")
         self._conninfo = conninfo
+        self._where = f"PostgreSQL at {masked_url(conninfo)}"
+        self._sizes = (min_size, max_size)
+        self._retry_for = float(retry_for)
         self._migrations = migrations
-        self._pool = AsyncConnectionPool(
-            conninfo, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
-        )
+        self._pool = self._new_pool()
         self._opened = False
         self._closed = False
         self._lock = asyncio.Lock()
+
+    def _new_pool(self) -> AsyncConnectionPool[Any]:
+        min_size, max_size = self._sizes
+        return AsyncConnectionPool(
+            self._conninfo, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresStore:
@@ -87,14 +107,59 @@ class PostgresStore(BaseStore):
         async with self._lock:
             if self._opened:
                 return
-            await self._pool.open(wait=True)
             try:
+                await self._pool.open(wait=True, timeout=max(self._retry_for, 1.0))
                 async with self._pool.connection() as conn, conn.transaction():
                     await _migrate(conn, self._migrations)
-            except BaseException:
+            except BaseException as exc:
                 await self._pool.close()
+                self._pool = self._new_pool()  # a closed pool cannot be opened again
+                if isinstance(exc, psycopg.OperationalError):
+                    raise self._failure("connecting", await self._reason(exc)) from exc
                 raise
             self._opened = True
+
+    async def _reason(self, exc: psycopg.OperationalError) -> psycopg.OperationalError:
+        """Why the pool could not connect: one direct attempt says what the pool only timed out on."""
+        if not isinstance(exc, PoolTimeout):
+            return exc
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._conninfo, connect_timeout=5)
+        except psycopg.OperationalError as direct:
+            return direct
+        await conn.close()
+        return exc
+
+    def _failure(self, what: str, exc: psycopg.OperationalError) -> StoreError:
+        detail = str(exc).replace(self._conninfo, masked_url(self._conninfo))
+        if _transient(exc):
+            return StoreUnavailableError(
+                f"{self._where} stayed unreachable for {self._retry_for:g} s while {what}: {detail}"
+            )
+        return StoreError(f"{self._where}: {what} failed: {detail}")
+
+    async def _retrying(self, what: str, work: Callable[[_Conn, bool], Awaitable[_T]], *, write: bool = True) -> _T:
+        """``work(conn, again)`` in a transaction, tried again while the failure is transient.
+
+        ``again`` tells a later attempt that an earlier one may have committed before its
+        connection was lost.
+        """
+        await self.open()
+        deadline = time.monotonic() + self._retry_for
+        delay, again = 0.05, False
+        while True:
+            try:
+                async with self._pool.connection(timeout=max(0.1, deadline - time.monotonic())) as conn:
+                    if not write:
+                        return await work(conn, again)
+                    async with conn.transaction():
+                        return await work(conn, again)
+            except psycopg.OperationalError as exc:
+                if not _transient(exc) or time.monotonic() + delay >= deadline:
+                    raise self._failure(what, exc) from exc
+                _log.warning("%s: %s failed (%s); trying again", self._where, what, exc)
+                await asyncio.sleep(delay)
+                delay, again = min(delay * 2, 1.0), True
 
     async def close(self) -> None:
         """Close every pooled connection."""
@@ -105,67 +170,71 @@ class PostgresStore(BaseStore):
     async def append(self, session_id: str, messages: Sequence[Message], *, expected_version: int | None = None) -> int:
         """Append ``messages`` in one transaction; see :meth:`tooloop.store.Store.append`."""
         records = [encode(m) for m in messages]
-        await self.open()
         try:
-            async with self._pool.connection() as conn, conn.transaction():
-                return await _append(conn, session_id, records, expected_version)
+            return await self._retrying(
+                f"writing to session {session_id!r}",
+                lambda conn, again: _append(conn, session_id, records, expected_version, again=again),
+            )
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"session {session_id!r}: another writer appended at the same position") from exc
 
     async def retract(self, session_id: str, writes: Sequence[tuple[int, int]]) -> None:
         """Take back records in one transaction; see :meth:`tooloop.store.Store.retract`."""
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
-            await _retract(conn, session_id, list(writes))
+        await self._retrying(f"retracting from session {session_id!r}", lambda c, _: _retract(c, session_id, [*writes]))
 
     async def claim_lease(self, session_id: str, owner: str, ttl: float) -> float:
         """See :meth:`tooloop.store.Store.claim_lease`."""
-        await self.open()
-        now = time.time()
-        async with self._pool.connection() as conn, conn.transaction():
+
+        async def claim(conn: _Conn, again: bool) -> float:
+            now = time.time()
             cursor = await conn.execute(CLAIM_LEASE_SQL.replace("?", "%s"), (session_id, owner, now + ttl, now))
             if await cursor.fetchone() is None:
                 cursor = await conn.execute(
                     "SELECT owner, expires_at FROM tooloop_leases WHERE session_id = %s", (session_id,)
                 )
                 raise busy(session_id, await cursor.fetchone())
-        return now + ttl
+            return now + ttl
+
+        return await self._retrying(f"claiming the lease of session {session_id!r}", claim)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         """See :meth:`tooloop.store.Store.release_lease`."""
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute("DELETE FROM tooloop_leases WHERE session_id = %s AND owner = %s", (session_id, owner))
+        sql = "DELETE FROM tooloop_leases WHERE session_id = %s AND owner = %s"
+        await self._retrying(
+            f"releasing the lease of session {session_id!r}", lambda c, _: c.execute(sql, (session_id, owner))
+        )
 
     async def load(self, session_id: str) -> Transcript:
         """The session's transcript; see :meth:`tooloop.store.Store.load`."""
-        await self.open()
-        async with self._pool.connection() as conn:
-            async with conn.transaction():
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                await _require(conn, session_id)
-                cursor = await conn.execute(
-                    "SELECT seq, pos, format, data FROM tooloop_messages WHERE session_id = %s ORDER BY seq",
-                    (session_id,),
-                )
-                rows = await cursor.fetchall()
-        return decode_rows(session_id, rows)
+
+        async def read(conn: _Conn, again: bool) -> list[tuple[Any, ...]]:
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            await _require(conn, session_id)
+            cursor = await conn.execute(
+                "SELECT seq, pos, format, data FROM tooloop_messages WHERE session_id = %s ORDER BY seq",
+                (session_id,),
+            )
+            return await cursor.fetchall()
+
+        return decode_rows(session_id, await self._retrying(f"loading session {session_id!r}", read))
 
     async def get_session(self, session_id: str) -> SessionInfo:
         """The session's metadata; see :meth:`tooloop.store.Store.get_session`."""
-        await self.open()
-        async with self._pool.connection() as conn:
-            return await _require(conn, session_id)
+        return await self._retrying(
+            f"reading session {session_id!r}", lambda c, _: _require(c, session_id), write=False
+        )
 
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Sessions, most recently updated first."""
-        await self.open()
-        async with self._pool.connection() as conn:
+
+        async def listed(conn: _Conn, again: bool) -> list[SessionInfo]:
             cursor = await conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions ORDER BY updated_at DESC, id LIMIT %s OFFSET %s",
                 (limit, offset),
             )
             return [_info(row, lenient=True) for row in await cursor.fetchall()]
+
+        return await self._retrying("listing sessions", listed, write=False)
 
     async def set_metadata(
         self,
@@ -178,8 +247,8 @@ class PostgresStore(BaseStore):
     ) -> SessionInfo:
         """Change the given fields (creating the session if needed)."""
         changes = metadata_changes(title=title, model=model, usage=usage, metadata=metadata)
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
+
+        async def update(conn: _Conn, again: bool) -> SessionInfo:  # sets values: applying it twice is once
             now = time.time()
             await _ensure_session(conn, session_id, now)
             assignments = "".join(f"{column} = %s, " for column in changes)
@@ -189,20 +258,24 @@ class PostgresStore(BaseStore):
             )
             return await _require(conn, session_id)
 
+        return await self._retrying(f"updating session {session_id!r}", update)
+
     async def delete(self, session_id: str) -> None:
         """Remove the session and all its rows."""
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
+
+        async def remove(conn: _Conn, again: bool) -> None:
             cursor = await conn.execute("DELETE FROM tooloop_sessions WHERE id = %s", (session_id,))
-            if cursor.rowcount == 0:
+            if cursor.rowcount == 0 and not again:  # again: the earlier attempt's commit went through
                 raise SessionNotFoundError(f"no session {session_id!r} in the store")
             await conn.execute("DELETE FROM tooloop_messages WHERE session_id = %s", (session_id,))
+
+        await self._retrying(f"deleting session {session_id!r}", remove)
 
     async def fork(self, session_id: str, at: int, new_session_id: str | None = None) -> str:
         """A new session with the first ``at`` messages of ``session_id`` (copied in one transaction)."""
         new_id = new_session_id or uuid.uuid4().hex
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
+
+        async def copy(conn: _Conn, again: bool) -> None:
             parent = await _require(conn, session_id, lock=True)
             check_fork_at(session_id, at, parent.message_count)
             cursor = await conn.execute(
@@ -213,13 +286,28 @@ class PostgresStore(BaseStore):
             kept = latest_per_position(session_id, await cursor.fetchall())[:at]
             metadata = {**parent.metadata, "forked_from": {"session_id": session_id, "at": at}}
             info = SessionInfo(id=new_id, title=parent.title, model=parent.model, metadata=metadata)
-            await _create(conn, info, [Record(r[2], r[3], r[5]) for r in kept], [r[4] for r in kept])
+            await _create(conn, info, [Record(r[2], r[3], r[5]) for r in kept], [r[4] for r in kept], again=again)
+
+        await self._retrying(f"forking session {session_id!r}", copy)
         return new_id
 
     async def _create_from(self, info: SessionInfo, records: Sequence[Record]) -> None:
-        await self.open()
-        async with self._pool.connection() as conn, conn.transaction():
-            await _create(conn, info, records, [SCHEMA_VERSION] * len(records))
+        formats = [SCHEMA_VERSION] * len(records)
+        await self._retrying(
+            f"creating session {info.id!r}", lambda conn, again: _create(conn, info, records, formats, again=again)
+        )
+
+
+def _transient(exc: psycopg.OperationalError) -> bool:
+    """A failure another attempt may not meet: the connection, the server's state, a lost race."""
+    state = exc.sqlstate or ""
+    if state:
+        return state.startswith(("08", "40", "53", "57P"))
+    return not any(reason in str(exc) for reason in _PERMANENT)
+
+
+_PERMANENT = ("does not exist", "authentication failed", "no password supplied", "no pg_hba.conf entry")
+"""Connection failures no retry cures (a wrong URL or credentials)."""
 
 
 async def _migrate(conn: _Conn, migrations: tuple[Migration, ...]) -> None:
@@ -274,7 +362,7 @@ async def _ensure_session(conn: _Conn, session_id: str, now: float) -> None:
     )
 
 
-async def _append(conn: _Conn, session_id: str, records: list[Record], expected: int | None) -> int:
+async def _append(conn: _Conn, session_id: str, records: list[Record], expected: int | None, *, again: bool) -> int:
     now = time.time()
     await _ensure_session(conn, session_id, now)
     cursor = await conn.execute(
@@ -283,6 +371,8 @@ async def _append(conn: _Conn, session_id: str, records: list[Record], expected:
     row = await cursor.fetchone()
     version, count = (int(row[0]), int(row[1])) if row else (0, 0)
     if expected is not None and expected != version:
+        if again and await _landed(conn, session_id, records, expected, version):
+            return version  # the earlier attempt committed before its connection was lost
         raise ConflictError(
             f"session {session_id!r} is at version {version}, not {expected} as this writer expected: another "
             "writer changed it first. Nothing was written; reload the session and retry."
@@ -299,6 +389,23 @@ async def _append(conn: _Conn, session_id: str, records: list[Record], expected:
                 _INSERT_ROW, [(session_id, r.seq, r.pos, r.tool_call_id, r.status, r.format, r.data) for r in rows]
             )
     return new_version
+
+
+async def _landed(conn: _Conn, session_id: str, records: list[Record], expected: int, version: int) -> bool:
+    """Whether exactly these records were written at ``expected`` and nothing after them.
+
+    Only asked after a connection was lost around a commit. Records that repeated stored ones
+    were not written, so the rows must be the others, in order (an identical write by another
+    writer in that very moment is not told apart).
+    """
+    cursor = await conn.execute(
+        "SELECT data FROM tooloop_messages WHERE session_id = %s AND seq >= %s ORDER BY seq", (session_id, expected)
+    )
+    written = [row[0] for row in await cursor.fetchall()]
+    if not written or version != expected + len(written):
+        return False
+    mine = iter(r.data for r in records)
+    return all(any(data == candidate for candidate in mine) for data in written)
 
 
 async def _retract(conn: _Conn, session_id: str, writes: list[tuple[int, int]]) -> None:
@@ -337,7 +444,9 @@ async def _latest(conn: _Conn, session_id: str, call_ids: set[str]) -> dict[str,
     return {row[0]: Latest(int(row[1]), row[2], row[3]) for row in await cursor.fetchall()}
 
 
-async def _create(conn: _Conn, info: SessionInfo, records: Sequence[Record], formats: Sequence[int]) -> None:
+async def _create(
+    conn: _Conn, info: SessionInfo, records: Sequence[Record], formats: Sequence[int], *, again: bool = False
+) -> None:
     now = time.time()
     cursor = await conn.execute(
         f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -356,6 +465,8 @@ async def _create(conn: _Conn, info: SessionInfo, records: Sequence[Record], for
         ),
     )
     if cursor.rowcount == 0:
+        if again:
+            return  # the earlier attempt created it before its connection was lost
         raise ConflictError(f"session {info.id!r} already exists")
     if records:
         async with conn.cursor() as cur:

@@ -1,0 +1,73 @@
+"""PostgreSQL going away: the store reconnects with backoff, and says clearly when it cannot.
+
+These tests own their PostgreSQL server and stop it with ``pg_ctl stop -m immediate``, so every
+client connection drops as in a crash of the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from tests.store.conftest import Cluster, _free_port
+from tooloop import Agent, ModelRequest, ModelResponse, StoreError, StoreUnavailableError, ToolCall, ToolCallMessage
+from tooloop.store import open_store
+from tooloop.testing import FunctionModel
+
+
+async def test_a_run_whose_journal_write_meets_a_database_restart_finishes(own_postgres: Cluster) -> None:
+    restarted = threading.Event()
+
+    async def crash_the_database() -> str:
+        """Stops the database for a few seconds."""
+        await asyncio.to_thread(own_postgres.stop)  # down before the outcome is written
+        threading.Thread(target=lambda: (time.sleep(3), own_postgres.start(), restarted.set())).start()
+        return "the database is down"
+
+    def script(request: ModelRequest) -> ModelResponse:
+        if not any(isinstance(m, ToolCallMessage) for m in request.messages):
+            return ModelResponse(tool_calls=[ToolCall("c1", "crash_the_database", {})])
+        return ModelResponse("still here")
+
+    async with open_store(own_postgres.url) as store:
+        agent = Agent(FunctionModel(script), tools=[crash_the_database], store=store)
+        result = await agent.run("go", session_id="s")
+        assert restarted.is_set()
+        assert result.text == "still here"
+        assert await store.load("s") == result.transcript  # every message written once, in order
+
+
+async def test_a_database_down_longer_than_retry_for_is_a_retryable_error_and_the_store_recovers(
+    own_postgres: Cluster,
+) -> None:
+    async with open_store(own_postgres.url, retry_for=1.0) as store:
+        await store.append("s", [])
+        own_postgres.stop()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="stayed unreachable for 1 s while loading session 's'") as down:
+            await store.load("s")
+        assert time.monotonic() - started < 10
+        assert down.value.retryable
+        own_postgres.start()
+        assert len(await store.load("s")) == 0  # the same store works again
+
+
+async def test_an_unreachable_database_is_named_with_its_password_masked() -> None:
+    url = f"postgresql://app:s3cret@127.0.0.1:{_free_port()}/app"
+    async with open_store(url, retry_for=1.0) as store:
+        with pytest.raises(StoreUnavailableError) as caught:
+            await store.load("s")
+    message = str(caught.value)
+    assert "postgresql://app:***@127.0.0.1:" in message and "s3cret" not in message
+    assert "Connection refused" in message  # the reason, not only the pool's timeout
+
+
+async def test_a_database_that_does_not_exist_is_not_retried(own_postgres: Cluster) -> None:
+    url = own_postgres.url.rsplit("/", 1)[0] + "/nosuchdb"
+    async with open_store(url, retry_for=1.0) as store:
+        with pytest.raises(StoreError, match='database "nosuchdb" does not exist') as caught:
+            await store.load("s")
+    assert not caught.value.retryable
