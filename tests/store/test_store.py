@@ -299,6 +299,7 @@ async def test_migrations_apply_on_open_and_keep_data(store_url: str) -> None:
         (2,),
         (3,),
         (4,),
+        (5,),
     ]
 
 

@@ -18,7 +18,7 @@ from ..errors import SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage
 from ..transcript import Transcript
 from ._records import Record
-from .base import UNSET, SessionInfo
+from .base import UNSET, SessionInfo, SessionOrder
 from .exchange import build_export, parse_export
 
 __all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy", "masked_url"]
@@ -105,6 +105,21 @@ class BaseStore(ABC):
     @abstractmethod
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """See :meth:`tooloop.store.Store.list_sessions`."""
+
+    @abstractmethod
+    async def search(
+        self,
+        text: str = "",
+        *,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        errors_only: bool = False,
+        order_by: SessionOrder = "updated",
+        descending: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[SessionInfo]:
+        """See :meth:`tooloop.store.Store.search`."""
 
     @abstractmethod
     async def delete(self, session_id: str) -> None:

@@ -285,6 +285,8 @@ def metadata_changes(**fields: Any) -> dict[str, Any]:
             continue
         if name == "usage":
             changes["cost"] = None if value.cost is None else str(value.cost)
+            changes["tokens"] = value.input_tokens + value.output_tokens
+            changes["tool_calls"] = value.tool_calls
             value = usage_to_json(value)
         elif name == "metadata":
             value = json.dumps(dict(value), ensure_ascii=False)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..messages import Message, Usage
 from ..transcript import Transcript
 
-__all__ = ["UNSET", "SessionInfo", "Store"]
+__all__ = ["SESSION_ORDERS", "UNSET", "SessionInfo", "SessionOrder", "Store"]
 
 
 class _Unset:
@@ -38,10 +38,34 @@ class SessionInfo:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     version: int = 0
     """How many records were written to the session; what ``expected_version`` compares with."""
+    stop_reason: str | None = None
+    """The latest model response's stop reason (``approval_required`` while a tool call waits for a
+    decision); None before the first response."""
+    errors: int = 0
+    """How many tool call outcomes written to the session were errors."""
     problem: str | None = None
     """Set by ``list_sessions()`` when part of this session's record (usage, metadata) cannot be
     read: that part shows as empty and the other sessions are listed all the same. Reading the
     session itself (``get_session``) raises :class:`~tooloop.errors.CorruptDataError`."""
+
+
+SessionOrder = Literal[
+    "updated", "created", "title", "model", "messages", "tool_calls", "tokens", "cost", "stop_reason", "errors"
+]
+"""What :meth:`Store.search` can sort sessions by (``tokens`` is input plus output tokens)."""
+
+SESSION_ORDERS: tuple[SessionOrder, ...] = (
+    "updated",
+    "created",
+    "title",
+    "model",
+    "messages",
+    "tool_calls",
+    "tokens",
+    "cost",
+    "stop_reason",
+    "errors",
+)
 
 
 @runtime_checkable
@@ -101,6 +125,28 @@ class Store(Protocol):
 
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Sessions, most recently updated first."""
+        ...
+
+    async def search(
+        self,
+        text: str = "",
+        *,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        errors_only: bool = False,
+        order_by: SessionOrder = "updated",
+        descending: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[SessionInfo]:
+        """Sessions whose title or messages contain every word of ``text``, through the store's
+        full-text index (SQLite FTS5, PostgreSQL ``tsvector``); each word matches as a prefix
+        (``pars`` finds ``parser``) whatever its case.
+
+        Empty ``text`` matches every session. ``model``, ``stop_reason`` and ``errors_only``
+        narrow the result; ``order_by`` (see :data:`SessionOrder`) sorts it, ties by id. A session
+        whose usage or metadata cannot be read is listed with :attr:`SessionInfo.problem` set.
+        """
         ...
 
     async def set_metadata(

@@ -25,6 +25,27 @@ class Migration:
     statements: tuple[str, ...]
 
 
+_INDEXED_CHARS = 100_000
+"""How much of one message the full-text index reads (PostgreSQL refuses a tsvector over 1 MB)."""
+
+_SQLITE_BODY = (
+    "CASE WHEN json_valid({d}) THEN substr(coalesce(json_extract({d}, '$.text'), '') || ' ' || "
+    "coalesce(json_extract({d}, '$.tool_name'), '') || ' ' || coalesce(json_extract({d}, '$.arguments'), '') || ' ' || "
+    "coalesce(json_extract({d}, '$.content'), '') || ' ' || coalesce(json_extract({d}, '$.refusal'), ''), 1, "
+    f"{_INDEXED_CHARS}) ELSE '' END"
+)
+"""The searchable text of a message row's JSON ``{d}``: its text, tool name, arguments, result, refusal."""
+
+_SQLITE_STOP = (
+    "CASE WHEN {s} = 'pending' THEN 'approval_required' "
+    "WHEN {s} IS NOT NULL THEN CASE WHEN stop_reason = 'approval_required' THEN 'tool_use' ELSE stop_reason END "
+    "WHEN json_valid({d}) AND json_extract({d}, '$.kind') = 'assistant' "
+    "THEN coalesce(json_extract({d}, '$.stop_reason'), 'end_turn') ELSE stop_reason END"
+)
+"""A session's stop reason after row ``{d}`` (status ``{s}``): the latest model response's, or
+``approval_required`` while a tool call waits for a decision."""
+
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -76,6 +97,82 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 owner TEXT NOT NULL,
                 expires_at REAL NOT NULL
             )""",
+        ),
+    ),
+    Migration(
+        5,
+        "full-text search over messages and titles; each session's stop reason, errors, tokens and tool calls",
+        (
+            "ALTER TABLE tooloop_sessions ADD COLUMN stop_reason TEXT",
+            "ALTER TABLE tooloop_sessions ADD COLUMN errors INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tooloop_sessions ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tooloop_sessions ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0",
+            # A document per message row (seq) and one per title (seq -1); its INTEGER PRIMARY KEY is
+            # the full-text row's id, which stays stable through VACUUM (an implicit rowid does not).
+            """CREATE TABLE tooloop_search_docs (
+                doc INTEGER PRIMARY KEY,
+                session_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                UNIQUE (session_id, seq)
+            )""",
+            "CREATE VIRTUAL TABLE tooloop_search USING fts5(body, session_id UNINDEXED, "
+            "tokenize = 'unicode61 remove_diacritics 2')",
+            f"""CREATE TRIGGER tooloop_message_added AFTER INSERT ON tooloop_messages BEGIN
+                INSERT INTO tooloop_search_docs (session_id, seq) VALUES (new.session_id, new.seq)
+                    ON CONFLICT (session_id, seq) DO NOTHING;
+                INSERT INTO tooloop_search (rowid, body, session_id)
+                    SELECT doc, {_SQLITE_BODY.format(d="new.data")}, new.session_id FROM tooloop_search_docs
+                    WHERE session_id = new.session_id AND seq = new.seq;
+                UPDATE tooloop_sessions SET
+                    stop_reason = {_SQLITE_STOP.format(d="new.data", s="new.status")},
+                    errors = errors + (new.status IS 'error')
+                    WHERE id = new.session_id;
+            END""",
+            """CREATE TRIGGER tooloop_message_removed AFTER DELETE ON tooloop_messages BEGIN
+                DELETE FROM tooloop_search WHERE rowid IN (SELECT doc FROM tooloop_search_docs
+                    WHERE session_id = old.session_id AND seq = old.seq);
+                DELETE FROM tooloop_search_docs WHERE session_id = old.session_id AND seq = old.seq;
+            END""",
+            """CREATE TRIGGER tooloop_session_titled AFTER INSERT ON tooloop_sessions WHEN new.title IS NOT NULL BEGIN
+                INSERT INTO tooloop_search_docs (session_id, seq) VALUES (new.id, -1) ON CONFLICT DO NOTHING;
+                INSERT INTO tooloop_search (rowid, body, session_id)
+                    SELECT doc, new.title, new.id FROM tooloop_search_docs WHERE session_id = new.id AND seq = -1;
+            END""",
+            """CREATE TRIGGER tooloop_session_retitled AFTER UPDATE OF title ON tooloop_sessions
+                WHEN new.title IS NOT old.title BEGIN
+                DELETE FROM tooloop_search WHERE rowid IN (SELECT doc FROM tooloop_search_docs
+                    WHERE session_id = old.id AND seq = -1);
+                INSERT INTO tooloop_search_docs (session_id, seq) VALUES (new.id, -1) ON CONFLICT DO NOTHING;
+                INSERT INTO tooloop_search (rowid, body, session_id)
+                    SELECT doc, new.title, new.id FROM tooloop_search_docs
+                    WHERE session_id = new.id AND seq = -1 AND new.title IS NOT NULL;
+            END""",
+            """CREATE TRIGGER tooloop_session_removed AFTER DELETE ON tooloop_sessions BEGIN
+                DELETE FROM tooloop_search WHERE rowid IN (SELECT doc FROM tooloop_search_docs
+                    WHERE session_id = old.id AND seq = -1);
+                DELETE FROM tooloop_search_docs WHERE session_id = old.id AND seq = -1;
+            END""",
+            "INSERT INTO tooloop_search_docs (session_id, seq) SELECT session_id, seq FROM tooloop_messages",
+            "INSERT INTO tooloop_search_docs (session_id, seq) SELECT id, -1 FROM tooloop_sessions "
+            "WHERE title IS NOT NULL",
+            f"""INSERT INTO tooloop_search (rowid, body, session_id)
+                SELECT d.doc, {_SQLITE_BODY.format(d="m.data")}, m.session_id
+                FROM tooloop_search_docs d JOIN tooloop_messages m ON m.session_id = d.session_id AND m.seq = d.seq""",
+            """INSERT INTO tooloop_search (rowid, body, session_id)
+                SELECT d.doc, s.title, s.id FROM tooloop_search_docs d JOIN tooloop_sessions s ON s.id = d.session_id
+                WHERE d.seq = -1""",
+            f"""UPDATE tooloop_sessions SET
+                errors = (SELECT count(*) FROM tooloop_messages m WHERE m.session_id = id AND m.status = 'error'),
+                stop_reason = (SELECT {_SQLITE_STOP.format(d="m.data", s="m.status")} FROM tooloop_messages m
+                    WHERE m.session_id = id AND (m.status = 'pending' OR (m.status IS NULL AND json_valid(m.data)
+                    AND json_extract(m.data, '$.kind') = 'assistant')) ORDER BY m.seq DESC LIMIT 1),
+                tokens = CASE WHEN json_valid(usage) THEN coalesce(json_extract(usage, '$.input_tokens'), 0)
+                    + coalesce(json_extract(usage, '$.output_tokens'), 0) ELSE 0 END,
+                tool_calls = CASE WHEN json_valid(usage) THEN coalesce(json_extract(usage, '$.tool_calls'), 0)
+                    ELSE 0 END""",
+            "CREATE INDEX tooloop_sessions_model ON tooloop_sessions (model, updated_at DESC)",
+            "CREATE INDEX tooloop_sessions_stop_reason ON tooloop_sessions (stop_reason, updated_at DESC)",
+            "CREATE INDEX tooloop_sessions_with_errors ON tooloop_sessions (updated_at DESC) WHERE errors > 0",
         ),
     ),
 )
@@ -131,6 +228,100 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 owner TEXT NOT NULL,
                 expires_at DOUBLE PRECISION NOT NULL
             )""",
+        ),
+    ),
+    Migration(
+        5,
+        "full-text search over messages and titles; each session's stop reason, errors, tokens and tool calls",
+        (
+            "ALTER TABLE tooloop_sessions ADD COLUMN stop_reason TEXT",
+            "ALTER TABLE tooloop_sessions ADD COLUMN errors BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE tooloop_sessions ADD COLUMN tokens BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE tooloop_sessions ADD COLUMN tool_calls BIGINT NOT NULL DEFAULT 0",
+            """CREATE TABLE tooloop_search (
+                session_id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                body tsvector NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+            "CREATE INDEX tooloop_search_body ON tooloop_search USING GIN (body)",
+            """CREATE FUNCTION tooloop_json(data TEXT) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+            BEGIN
+                RETURN data::jsonb;
+            EXCEPTION WHEN others THEN
+                RETURN NULL;
+            END $$""",
+            # Punctuation separates words, as in SQLite's tokenizer (PostgreSQL's parser would keep
+            # "example.org" or "a/b" whole, and a search for "example" would miss them).
+            """CREATE FUNCTION tooloop_words(text TEXT) RETURNS tsvector LANGUAGE sql IMMUTABLE AS $$
+                SELECT to_tsvector('simple', regexp_replace(text, '[[:punct:]]+', ' ', 'g'))
+            $$""",
+            f"""CREATE FUNCTION tooloop_message_text(data TEXT) RETURNS tsvector LANGUAGE plpgsql IMMUTABLE AS $$
+            DECLARE d jsonb := tooloop_json(data);
+            BEGIN
+                RETURN tooloop_words(left(concat_ws(' ', d->>'text', d->>'tool_name', d->>'arguments',
+                    d->>'content', d->>'refusal'), {_INDEXED_CHARS}));
+            END $$""",
+            """CREATE FUNCTION tooloop_stop_reason(data TEXT, status TEXT, current TEXT) RETURNS TEXT
+            LANGUAGE plpgsql IMMUTABLE AS $$
+            BEGIN
+                IF status = 'pending' THEN RETURN 'approval_required'; END IF;
+                IF status IS NOT NULL THEN
+                    RETURN CASE WHEN current = 'approval_required' THEN 'tool_use' ELSE current END;
+                END IF;
+                IF tooloop_json(data)->>'kind' = 'assistant' THEN
+                    RETURN coalesce(tooloop_json(data)->>'stop_reason', 'end_turn');
+                END IF;
+                RETURN current;
+            END $$""",
+            """CREATE FUNCTION tooloop_message_added() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO tooloop_search VALUES (NEW.session_id, NEW.seq, tooloop_message_text(NEW.data))
+                    ON CONFLICT (session_id, seq) DO NOTHING;
+                UPDATE tooloop_sessions SET stop_reason = tooloop_stop_reason(NEW.data, NEW.status, stop_reason),
+                    errors = errors + CASE WHEN NEW.status = 'error' THEN 1 ELSE 0 END
+                    WHERE id = NEW.session_id;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER tooloop_message_added AFTER INSERT ON tooloop_messages "
+            "FOR EACH ROW EXECUTE FUNCTION tooloop_message_added()",
+            """CREATE FUNCTION tooloop_message_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                DELETE FROM tooloop_search WHERE session_id = OLD.session_id AND seq = OLD.seq;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER tooloop_message_removed AFTER DELETE ON tooloop_messages "
+            "FOR EACH ROW EXECUTE FUNCTION tooloop_message_removed()",
+            """CREATE FUNCTION tooloop_session_titled() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    DELETE FROM tooloop_search WHERE session_id = OLD.id AND seq = -1;
+                    RETURN NULL;
+                END IF;
+                IF TG_OP = 'UPDATE' AND NEW.title IS NOT DISTINCT FROM OLD.title THEN RETURN NULL; END IF;
+                DELETE FROM tooloop_search WHERE session_id = NEW.id AND seq = -1;
+                IF NEW.title IS NOT NULL THEN
+                    INSERT INTO tooloop_search VALUES (NEW.id, -1, tooloop_words(NEW.title));
+                END IF;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER tooloop_session_titled AFTER INSERT OR UPDATE OF title OR DELETE ON tooloop_sessions "
+            "FOR EACH ROW EXECUTE FUNCTION tooloop_session_titled()",
+            "INSERT INTO tooloop_search SELECT session_id, seq, tooloop_message_text(data) FROM tooloop_messages",
+            "INSERT INTO tooloop_search SELECT id, -1, tooloop_words(title) FROM tooloop_sessions "
+            "WHERE title IS NOT NULL",
+            """UPDATE tooloop_sessions s SET
+                errors = (SELECT count(*) FROM tooloop_messages m WHERE m.session_id = s.id AND m.status = 'error'),
+                stop_reason = (SELECT tooloop_stop_reason(m.data, m.status, NULL) FROM tooloop_messages m
+                    WHERE m.session_id = s.id
+                    AND (m.status = 'pending' OR (m.status IS NULL AND tooloop_json(m.data)->>'kind' = 'assistant'))
+                    ORDER BY m.seq DESC LIMIT 1),
+                tokens = coalesce((tooloop_json(s.usage)->>'input_tokens')::bigint, 0)
+                    + coalesce((tooloop_json(s.usage)->>'output_tokens')::bigint, 0),
+                tool_calls = coalesce((tooloop_json(s.usage)->>'tool_calls')::bigint, 0)""",
+            "CREATE INDEX tooloop_sessions_model ON tooloop_sessions (model, updated_at DESC)",
+            "CREATE INDEX tooloop_sessions_stop_reason ON tooloop_sessions (stop_reason, updated_at DESC)",
+            "CREATE INDEX tooloop_sessions_with_errors ON tooloop_sessions (updated_at DESC) WHERE errors > 0",
         ),
     ),
 )

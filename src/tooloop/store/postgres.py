@@ -42,7 +42,8 @@ from ._records import (
     to_datetime,
     usage_to_json,
 )
-from .base import UNSET, SessionInfo
+from ._search import SearchQuery
+from .base import UNSET, SessionInfo, SessionOrder
 from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, check_schema_version
 
 __all__ = ["PostgresStore"]
@@ -50,9 +51,14 @@ __all__ = ["PostgresStore"]
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 _T = TypeVar("_T")
 _log = logging.getLogger("tooloop.store")
-_SESSION_COLUMNS = "id, title, model, created_at, updated_at, version, message_count, usage, metadata"
-_INSERT_SESSION_COLUMNS = _SESSION_COLUMNS + ", cost"
+_SESSION_COLUMNS = (
+    "id, title, model, created_at, updated_at, version, message_count, usage, metadata, stop_reason, errors"
+)
+_INSERT_SESSION_COLUMNS = (
+    "id, title, model, created_at, updated_at, version, message_count, usage, metadata, cost, tokens, tool_calls"
+)
 _MIGRATION_LOCK = 0x746F6F6C6F6F70  # "tooloop": one process migrates at a time
+_ORDER_COLUMNS = {"updated": "updated_at", "created": "created_at", "messages": "message_count"}
 _INSERT_ROW = "INSERT INTO tooloop_messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
 
 
@@ -236,6 +242,43 @@ class PostgresStore(BaseStore):
 
         return await self._retrying("listing sessions", listed, write=False)
 
+    async def search(
+        self,
+        text: str = "",
+        *,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        errors_only: bool = False,
+        order_by: SessionOrder = "updated",
+        descending: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[SessionInfo]:
+        """Sessions matching ``text`` and the filters, through the ``tsvector`` index; see
+        :meth:`tooloop.store.Store.search`."""
+        query = SearchQuery.of(
+            text,
+            model=model,
+            stop_reason=stop_reason,
+            errors_only=errors_only,
+            order_by=order_by,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+        )
+        match = " & ".join(f"'{word}':*" for word in query.words)
+        where, params = query.conditions(
+            "id IN (SELECT session_id FROM tooloop_search WHERE body @@ to_tsquery('simple', %s))", match, "%s"
+        )
+        order = query.order(_ORDER_COLUMNS)
+        sql = f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions {where} {order} LIMIT %s OFFSET %s"
+
+        async def found(conn: _Conn, again: bool) -> list[SessionInfo]:
+            cursor = await conn.execute(sql, (*params, limit, offset))
+            return [_info(row, lenient=True) for row in await cursor.fetchall()]
+
+        return await self._retrying("searching sessions", found, write=False)
+
     async def set_metadata(
         self,
         session_id: str,
@@ -339,6 +382,8 @@ def _info(row: tuple[Any, ...], *, lenient: bool = False) -> SessionInfo:
         message_count=int(row[6]),
         usage=usage,
         metadata=metadata,
+        stop_reason=row[9],
+        errors=int(row[10]),
         problem=problem,
     )
 
@@ -449,7 +494,7 @@ async def _create(
 ) -> None:
     now = time.time()
     cursor = await conn.execute(
-        f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
         "ON CONFLICT (id) DO NOTHING",
         (
             info.id,
@@ -462,6 +507,8 @@ async def _create(
             usage_to_json(info.usage),
             json.dumps(dict(info.metadata), ensure_ascii=False),
             None if info.usage.cost is None else str(info.usage.cost),
+            info.usage.input_tokens + info.usage.output_tokens,
+            info.usage.tool_calls,
         ),
     )
     if cursor.rowcount == 0:

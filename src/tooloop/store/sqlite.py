@@ -35,14 +35,25 @@ from ._records import (
     to_datetime,
     usage_to_json,
 )
-from .base import UNSET, SessionInfo
+from ._search import SearchQuery
+from .base import UNSET, SessionInfo, SessionOrder
 from .migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, check_schema_version
 
 __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
-_SESSION_COLUMNS = "id, title, model, created_at, updated_at, version, message_count, usage, metadata"
-_INSERT_SESSION_COLUMNS = _SESSION_COLUMNS + ", cost"
+_ORDER_COLUMNS = {
+    "updated": "updated_at",
+    "created": "created_at",
+    "messages": "message_count",
+    "cost": "CAST(cost AS REAL)",
+}
+_SESSION_COLUMNS = (
+    "id, title, model, created_at, updated_at, version, message_count, usage, metadata, stop_reason, errors"
+)
+_INSERT_SESSION_COLUMNS = (
+    "id, title, model, created_at, updated_at, version, message_count, usage, metadata, cost, tokens, tool_calls"
+)
 
 
 class SQLiteStore(BaseStore):
@@ -167,6 +178,38 @@ class SQLiteStore(BaseStore):
         rows = await self._run(lambda conn: conn.execute(sql, (limit, offset)).fetchall())
         return [_info(row, lenient=True) for row in rows]
 
+    async def search(
+        self,
+        text: str = "",
+        *,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        errors_only: bool = False,
+        order_by: SessionOrder = "updated",
+        descending: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[SessionInfo]:
+        """Sessions matching ``text`` and the filters, through the FTS5 index; see
+        :meth:`tooloop.store.Store.search`."""
+        query = SearchQuery.of(
+            text,
+            model=model,
+            stop_reason=stop_reason,
+            errors_only=errors_only,
+            order_by=order_by,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+        )
+        match = " ".join(f'"{word}"*' for word in query.words)
+        where, params = query.conditions(
+            "id IN (SELECT session_id FROM tooloop_search WHERE tooloop_search MATCH ?)", match, "?"
+        )
+        sql = f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions {where} {query.order(_ORDER_COLUMNS)} LIMIT ? OFFSET ?"
+        rows = await self._run(lambda conn: conn.execute(sql, (*params, limit, offset)).fetchall())
+        return [_info(row, lenient=True) for row in rows]
+
     async def set_metadata(
         self,
         session_id: str,
@@ -268,6 +311,8 @@ def _info(row: tuple[Any, ...], *, lenient: bool = False) -> SessionInfo:
         message_count=row[6],
         usage=usage,
         metadata=metadata,
+        stop_reason=row[9],
+        errors=int(row[10]),
         problem=problem,
     )
 
@@ -359,7 +404,7 @@ def _create(
     updated = info.updated_at.timestamp() if info.updated_at else now
     try:
         conn.execute(
-            f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO tooloop_sessions ({_INSERT_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 info.id,
                 info.title,
@@ -371,6 +416,8 @@ def _create(
                 usage_to_json(info.usage),
                 json.dumps(dict(info.metadata), ensure_ascii=False),
                 None if info.usage.cost is None else str(info.usage.cost),
+                info.usage.input_tokens + info.usage.output_tokens,
+                info.usage.tool_calls,
             ),
         )
     except sqlite3.IntegrityError as exc:
