@@ -166,3 +166,105 @@ async def test_an_agent_other_processes_cannot_rebuild_is_refused_with_the_fix(t
 async def test_a_worker_that_cannot_load_its_agent_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="no attribute"):
         await run_many("tests.batch.agents:nothing_here", items(2), results=tmp_path / "o.jsonl", processes=2)
+
+
+def counting_agent() -> tuple[Agent, list[str]]:
+    asked: list[str] = []
+
+    def answer(request: ModelRequest) -> str:
+        asked.append(request.messages[-1].text)  # type: ignore[union-attr]
+        return "done"
+
+    return Agent(FunctionModel(answer)), asked
+
+
+async def test_metadata_that_is_not_json_is_refused_before_any_model_call(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    agent, asked = counting_agent()
+    listed = [{"id": "a", "prompt": "p", "metadata": {"n": 1}}, {"id": "b", "prompt": "q", "metadata": {1, 2}}]
+    with pytest.raises(ConfigurationError, match=r"BatchItem 'b': metadata must be JSON-compatible"):
+        await run_many(agent, listed, results=out)
+    assert asked == [] and out.read_text() == ""
+    with pytest.raises(ConfigurationError, match="metadata must be JSON-compatible"):
+        BatchItem("c", "r", metadata=object())
+
+    def lazily() -> Any:
+        yield from ({"id": f"ok{i}", "prompt": f"p{i}"} for i in range(5))
+        yield {"id": "bad", "prompt": "x", "metadata": Path("/")}
+        yield {"id": "after", "prompt": "y"}
+
+    with pytest.raises(ConfigurationError, match=r"BatchItem 'bad'"):
+        await run_many(agent, lazily(), results=out, concurrency=3)
+    assert sorted(r["id"] for r in read(out)) == [f"ok{i}" for i in range(5)]  # what ran was recorded
+    assert sorted(asked) == [f"p{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    ("listed", "message"),
+    [
+        ([BatchItem("a", "p"), BatchItem("b", "q"), BatchItem("a", "r")], "batch items 0 and 2 both have the id 'a'$"),
+        (
+            ["first prompt", {"id": "0", "prompt": "second"}],
+            "batch items 0 and 1 both have the id '0' (an item without an id gets its position as id: "
+            "give every item an id, or none)",
+        ),
+        (
+            [{"id": 1, "prompt": "p"}, "a prompt at position 1"],
+            "batch items 0 and 1 both have the id '1' (an item without an id",
+        ),
+    ],
+)
+async def test_two_items_with_one_id_are_refused_before_running(
+    tmp_path: Path, listed: list[Any], message: str
+) -> None:
+    out = tmp_path / "out.jsonl"
+    agent, asked = counting_agent()
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        await run_many(agent, listed, results=out)
+    assert asked == [] and out.read_text() == ""
+
+
+SECOND_BATCH = """
+import sys
+from tooloop import Agent, ConfigurationError
+from tooloop.batch import run_many_sync
+from tooloop.testing import FunctionModel
+
+try:
+    run_many_sync(Agent(FunctionModel(lambda r: "second")), ["a", "b", "c"], results=sys.argv[1])
+except ConfigurationError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+async def test_a_second_batch_on_a_results_file_in_use_is_refused_and_does_no_work(tmp_path: Path) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.jsonl"
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await release.wait()
+        return "first"
+
+    first = asyncio.create_task(run_many(Agent(FunctionModel(slow)), ["a", "b", "c"], results=out))
+    await asyncio.wait_for(started.wait(), 30)
+    second = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", SECOND_BATCH, str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 2, second.stderr
+    assert second.stdout.strip() == (
+        f"the results file {out} is in use by another batch (it holds out.jsonl.lock); wait for that batch to end, "
+        "or give this one another results file"
+    )
+    release.set()
+    summary = await first
+    assert summary.finished == 3
+    assert [r["text"] for r in read(out)] == ["first"] * 3
+    rerun = await run_many(Agent(FunctionModel(lambda r: "again")), ["a", "b", "c"], results=out)
+    assert (rerun.skipped, rerun.finished) == (3, 0)  # the file the first batch left is one a rerun accepts

@@ -19,10 +19,10 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..loop.result import RunResult
-from ._items import AgentSource, BatchItem, ItemLike, coerce_items, load_agent_source, portable_source
+from ._items import AgentSource, BatchItem, ItemLike, load_agent_source, pending_items, portable_source
 from ._processes import BatchWorkerError, run_processes
 from ._progress import BatchSummary, LagMonitor, Tally
-from ._results import ResultsFile, prepare
+from ._results import ResultsFile, exclusive, prepare
 from ._runner import Finished, run_shard
 
 __all__ = [
@@ -67,13 +67,17 @@ async def run_many(
         on_result: Called with each item and its :class:`~tooloop.RunResult` (one process only).
     """
     _check_options(concurrency, processes, results, on_result)
-    path = Path(results) if results is not None else None
-    done = prepare(path, drop_errors=retry_failed) if path is not None else {}
-    total = len(items) if isinstance(items, Sized) else None
-    pending = (item for item in coerce_items(items) if item.id not in done)
-    if processes == 1:
-        return await _run_here(agent, pending, path, concurrency, progress, on_result, total, len(done))
-    return await _run_processes(agent, list(pending), path, concurrency, processes, progress, len(done))
+    if results is None:
+        total = len(items) if isinstance(items, Sized) else None
+        return await _run_here(agent, pending_items(items, {}), None, concurrency, progress, on_result, total, 0)
+    path = Path(results)
+    with exclusive(path):
+        done = prepare(path, drop_errors=retry_failed)
+        total = len(items) if isinstance(items, Sized) else None
+        pending = pending_items(items, done)
+        if processes == 1:
+            return await _run_here(agent, pending, path, concurrency, progress, on_result, total, len(done))
+        return await _run_processes(agent, list(pending), path, concurrency, processes, progress, len(done))
 
 
 def run_many_sync(agent: AgentSource, items: Iterable[ItemLike], **options: Any) -> BatchSummary:

@@ -7,19 +7,21 @@ leaves at most one partial last line, which :func:`prepare` cuts off before the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptDataError
+from ..errors import ConfigurationError, CorruptDataError
 from ..loop.result import RunResult
 from ..messages import Usage
 
-__all__ = ["ResultsFile", "prepare", "record_for"]
+__all__ = ["ResultsFile", "exclusive", "prepare", "record_for"]
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
@@ -51,6 +53,43 @@ def _safe_str(error: BaseException) -> str:
         return str(error)
     except Exception:  # an exception whose __str__ raises still gets recorded
         return f"<{type(error).__name__}: message unavailable>"
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold the results file for one batch at a time (a lock on ``NAME.lock`` beside it, released
+    when the batch ends or its process dies); a second batch on the same file is refused at once,
+    before it runs anything, instead of doing all the work twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f"{path.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try_lock(fd):
+            raise ConfigurationError(
+                f"the results file {path} is in use by another batch (it holds {lock.name}); wait for that "
+                "batch to end, or give this one another results file"
+            )
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _try_lock(fd: int) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:

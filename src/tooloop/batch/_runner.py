@@ -10,7 +10,7 @@ from ..agent import Agent
 from ..loop.result import RunResult
 from ..messages import StopReason, UserMessage
 from ..transcript import Transcript
-from ._items import BatchItem
+from ._items import BatchItem, Feed
 from ._results import ResultsFile, record_for
 
 __all__ = ["Finished", "run_one", "run_shard"]
@@ -40,14 +40,15 @@ async def run_shard(
     ``concurrency`` workers share one iterator, so a lazy source of a million items is never
     materialised and never more than ``concurrency`` conversations hold memory at once.
     """
-    iterator = iter(items)
-    workers = [asyncio.create_task(_worker(agent, iterator, results, finished)) for _ in range(concurrency)]
+    feed = Feed(items)
+    workers = [asyncio.create_task(_worker(agent, feed, results, finished)) for _ in range(concurrency)]
     try:
         await asyncio.gather(*workers)
     finally:
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+    feed.raise_error()
 
 
 async def _worker(agent: Agent, items: Iterator[BatchItem], results: ResultsFile | None, finished: Finished) -> None:

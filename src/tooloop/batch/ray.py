@@ -26,9 +26,9 @@ import ray
 from ..agent import Agent
 from ..errors import ConfigurationError
 from ..messages import Usage
-from ._items import AgentSource, BatchItem, ItemLike, coerce_items, load_agent_source
+from ._items import AgentSource, BatchItem, Feed, ItemLike, load_agent_source, pending_items
 from ._progress import BatchSummary, LagMonitor, Tally
-from ._results import ResultsFile, prepare, record_for
+from ._results import ResultsFile, exclusive, prepare, record_for
 from ._runner import run_one
 
 __all__ = ["run_many_ray", "sticky_index"]
@@ -117,16 +117,35 @@ async def run_many_ray(
         if type(value) is not int or value < 1:
             raise ConfigurationError(f"run_many_ray({name}=...) must be a positive int, got {value!r}")
     path = Path(results)
-    done = prepare(path, drop_errors=retry_failed)
-    total = len(items) if isinstance(items, Sized) else None
-    pending = (item for item in coerce_items(items) if item.id not in done)
+    with exclusive(path):
+        done = prepare(path, drop_errors=retry_failed)
+        total = len(items) if isinstance(items, Sized) else None
+        pending = pending_items(items, done)
+        return await _run(
+            agent, pending, path, actors, concurrency, servers, progress, actor_options, ray_init, (total, len(done))
+        )
+
+
+async def _run(
+    agent: AgentSource | ServerAgentSource,
+    pending: Iterable[BatchItem],
+    path: Path,
+    actors: int,
+    concurrency: int,
+    servers: Sequence[str],
+    progress: bool | None,
+    actor_options: Mapping[str, Any] | None,
+    ray_init: Mapping[str, Any] | None,
+    counts: tuple[int | None, int],
+) -> BatchSummary:
+    total, skipped = counts
     started = not ray.is_initialized()
     if started:
         ray.init(**(ray_init or {}))
     try:
         pool = _start_actors(agent, actors, concurrency, actor_options or {})
-        tally = Tally(total, len(done), show=progress)
-        await _drive(pool, pending, list(servers), concurrency, ResultsFile(path), tally)
+        tally = Tally(total, skipped, show=progress)
+        await _drive(pool, Feed(pending), list(servers), concurrency, ResultsFile(path), tally)
         tally.max_lag = max(await asyncio.gather(*(actor.max_lag.remote() for actor in pool)))
         for actor in pool:
             ray.kill(actor)
@@ -147,7 +166,7 @@ def _start_actors(
 
 
 async def _drive(
-    pool: list[Any], items: Iterable[BatchItem], servers: list[str], concurrency: int, out: ResultsFile, tally: Tally
+    pool: list[Any], items: Feed, servers: list[str], concurrency: int, out: ResultsFile, tally: Tally
 ) -> None:
     limit = len(pool) * concurrency
     in_flight: set[asyncio.Future[Report]] = set()
@@ -162,6 +181,7 @@ async def _drive(
             in_flight = _record(*await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED), out, tally)
     finally:
         out.close()
+    items.raise_error()
 
 
 def _record(
