@@ -516,8 +516,10 @@ class Run:
         self._batch = slots
         try:
             waiting = await decide(slots, batch, deny_undecided=deny_undecided)
-            if record.journal is not None:
-                await record.record_started(s.template for s in slots if s.outcome is None)
+            if record.journal is not None and any(s.outcome is None for s in slots):
+                # the whole batch, in the model's order: a call decided already (pending approval,
+                # denied) keeps its place in the journal instead of being appended after the others
+                await record.record_started(s.template if s.outcome is None else s.outcome for s in slots)
             await run_batch(slots, batch, self.iteration)
         except BaseException:
             # interrupted while deciding or running: the calls are kept, marked as not run
