@@ -268,3 +268,24 @@ def test_the_default_budget_is_a_fraction_of_the_models_real_window() -> None:
     unknown = FunctionModel(lambda request: "x", name="my-own-model")
     assert policy.budget(known).tokens == profile_for("claude-sonnet-4-5").context_window // 2
     assert policy.budget(unknown).tokens == DEFAULT_PROFILE.context_window // 2
+
+
+def test_the_budget_of_an_unknown_model_is_the_documented_window() -> None:
+    import re
+    from pathlib import Path
+
+    from tooloop import get_model
+    from tooloop.testing import FunctionModel
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "context.md").read_text()
+    stated = re.search(r"else ([\d,]+) tokens.*? is ([\d,]+) tokens", docs, re.S)
+    assert stated is not None
+    window, budget = (int(n.replace(",", "")) for n in stated.groups())
+    unknown = FunctionModel(lambda r: "x")
+    assert getattr(unknown, "context_window", None) is None
+    assert ContextPolicy().budget(unknown).tokens == budget == int(window * 0.75)
+    assert (
+        ContextPolicy().budget(get_model("openai-compatible:my-local-model", base_url="http://127.0.0.1:9/v1")).tokens
+        == budget
+    )
+    assert ContextPolicy().budget(get_model("openai:gpt-4.1", api_key="sk-test")).tokens == int(1_047_576 * 0.75)
