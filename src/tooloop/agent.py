@@ -353,11 +353,10 @@ class Agent:
 
     def run_sync(self, prompt: str | None = None, **kwargs: Any) -> RunResult:
         """:meth:`run` for code without an event loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._run_once(prompt, **kwargs))
-        raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
+        if _loop_running():
+            raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
+        # outside the ``except`` of the check: errors of the run must not carry its RuntimeError as context
+        return asyncio.run(self._run_once(prompt, **kwargs))
 
     async def _run_once(self, prompt: str | None, **kwargs: Any) -> RunResult:
         try:
@@ -437,6 +436,14 @@ class Agent:
         if result is None:
             raise ConfigurationError("run_turns() needs at least one prompt")
         return replace(result, usage=usage, start=start or 0)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _split_tools(values: Any) -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]:

@@ -186,3 +186,26 @@ async def test_raise_errors_false_returns_the_error() -> None:
     assert result.stop_reason is StopReason.ERROR
     assert list(result.transcript) == [UserMessage("go")]
     assert result.text == ""
+
+
+@pytest.mark.parametrize("spec", ["openai:gpt-4.1", "anthropic:claude-sonnet-4-5"])
+def test_a_refused_connection_from_run_sync_names_the_refusal_not_the_event_loop(spec: str) -> None:
+    import socket
+
+    from tooloop import ProviderConnectionError, get_model
+
+    with socket.socket() as probe:  # a port nobody listens on: the connection is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = get_model(spec, base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-test-refused", max_retries=0)
+    with pytest.raises(ProviderConnectionError) as caught:
+        Agent(model).run_sync("hello")
+    message = str(caught.value)
+    assert "event loop" not in message
+    assert f"cannot reach {spec.partition(':')[0]} at http://127.0.0.1:{port}/v1/ (" in message
+    assert "Connect call failed" in message or "refused" in message.lower()
+    chain, seen = caught.value, []
+    while chain is not None:
+        seen.append(chain)
+        chain = chain.__cause__ or chain.__context__  # type: ignore[assignment]
+    assert not any(isinstance(e, RuntimeError) and "event loop" in str(e) for e in seen)
