@@ -16,7 +16,7 @@ carries them for the adapters that send images natively in tool results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
 from ._json import error_text, render, truncate
@@ -75,8 +75,27 @@ def render_output(output: ToolOutput, limit: int | None) -> tuple[str, tuple[Con
     (binary parts are kept whole); a structured value alone is rendered as JSON."""
     if not output.parts:
         return render_result(output.structured, limit), ()
-    parts = tuple(TextContent(truncate(p.text, limit)) if isinstance(p, TextContent) else p for p in output.parts)
+    parts = _bounded(output.parts, limit)
     return truncate(render_parts(output.parts), limit), parts
+
+
+def _bounded(parts: tuple[ContentPart, ...], limit: int | None) -> tuple[ContentPart, ...]:
+    """``parts`` with the text of text parts and text resources cut so that together they hold at
+    most ``limit`` characters (each cut part says how much it lost); binary parts kept whole."""
+    if limit is None:
+        return parts
+    left = limit
+    bounded: list[ContentPart] = []
+    for part in parts:
+        if isinstance(part, TextContent):
+            bounded.append(TextContent(truncate(part.text, left)))
+            left = max(0, left - len(part.text))
+        elif isinstance(part, EmbeddedResource) and part.text is not None:
+            bounded.append(replace(part, text=truncate(part.text, left)))
+            left = max(0, left - len(part.text))
+        else:
+            bounded.append(part)
+    return tuple(bounded)
 
 
 def native_parts(outcome: ToolOutcome, image_types: frozenset[str]) -> tuple[TextContent | ImageContent, ...] | None:

@@ -110,7 +110,7 @@ async def test_a_server_that_fails_to_start_names_itself_its_command_and_its_std
         await Agent(ScriptedModel(["never asked"]), tools=[broken]).run("go")
     message = str(caught.value)
     assert "MCP server 'broken'" in message
-    assert "sh -c" in message and "exit status 3" in message
+    assert "(command: sh)" in message and "exit status 3" in message
     assert "cannot open /var/db/tools" in message
     missing = MCPServer.stdio("no-such-mcp-server-program")
     with pytest.raises(ToolSourceError, match="'no-such-mcp-server-program' was not found"):

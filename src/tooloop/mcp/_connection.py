@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientRequestContext
@@ -19,7 +20,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp import ClientSession, types
 
 from ..errors import ToolSourceError
-from ._stdio import StdioProcess, StdioSpec, stdio_transport
+from ._stdio import MAX_MESSAGE_SIZE, StdioProcess, StdioSpec, stdio_transport
 
 __all__ = ["Connection", "HttpSpec", "SamplingHandler"]
 
@@ -34,6 +35,7 @@ class HttpSpec:
 
     url: str
     headers: Mapping[str, str] | None = None
+    max_message_size: int = MAX_MESSAGE_SIZE
 
 
 class Connection:
@@ -68,14 +70,17 @@ class Connection:
         return same_loop and not self.broken and not exited and self._owner is not None and not self._owner.done()
 
     def describe(self) -> str:
-        """The server's name and how it is reached, for error messages."""
-        if isinstance(self.spec, StdioSpec):
-            return f"MCP server {self.name!r} (command: {self.spec.command_line})"
-        return f"MCP server {self.name!r} (url: {self.spec.url})"
+        """The server's name and how it is reached, for error messages: the program it runs or the
+        origin of its URL, never arguments, paths or queries (they may carry keys)."""
+        return describe(self.name, self.spec)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the server's URL or arguments (an HTTP error quotes the URL it asked)."""
+        return redact(text, self.spec)
 
     def stderr_tail(self) -> str:
         """What the server last wrote to stderr, as a suffix for error messages."""
-        tail = self.process.tail() if self.process is not None else ""
+        tail = self.redact(self.process.tail()) if self.process is not None else ""
         return f"\nits stderr ended with:\n{tail}" if tail.strip() else ""
 
     async def open(self, start_timeout: float) -> None:
@@ -133,11 +138,11 @@ class Connection:
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
         if isinstance(exc, ToolSourceError):
-            return ToolSourceError(f"{self.describe()} failed to start: {exc}")
+            return ToolSourceError(f"{self.describe()} failed to start: {self.redact(str(exc))}")
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             reason = "it closed the connection before completing the MCP handshake"
         else:
-            reason = str(exc) or type(exc).__name__
+            reason = self.redact(str(exc)) or type(exc).__name__
         exited = self.process.returncode if self.process is not None else None
         status = f" (exit status {exited})" if exited is not None else ""
         return ToolSourceError(f"{self.describe()} failed to start{status}: {reason}" + self.stderr_tail())
@@ -174,9 +179,44 @@ async def _http(spec: HttpSpec) -> AsyncIterator[_Streams]:
 
     async with (
         create_mcp_http_client(headers=dict(spec.headers or {})) as client,
-        streamable_http_client(spec.url, http_client=client) as streams,
+        streamable_http_client(spec.url, http_client=client, max_sse_event_size=spec.max_message_size) as streams,
     ):
         yield streams[0], streams[1]
+
+
+def describe(name: str, spec: StdioSpec | HttpSpec) -> str:
+    """``MCP server 'name' (command: program)`` or ``(url: scheme://host:port)``."""
+    if isinstance(spec, StdioSpec):
+        return f"MCP server {name!r} (command: {spec.command})"
+    return f"MCP server {name!r} (url: {origin(spec.url)})"
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: no user, password, path or query."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "<invalid URL>"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}" if parts.scheme and host else "<URL without a host>"
+
+
+def redact(text: str, spec: StdioSpec | HttpSpec) -> str:
+    """``text`` with the server's URL, or its command line and arguments, replaced by a mark."""
+    if isinstance(spec, HttpSpec):
+        secrets = [spec.url, spec.url.split("#", 1)[0], spec.url.split("?", 1)[-1] if "?" in spec.url else ""]
+        shown = f"{origin(spec.url)}/..."
+    else:
+        secrets = [spec.command_line, *spec.args] if spec.args else []  # the program itself is shown anyway
+        shown = "..."
+    for secret in sorted((s for s in secrets if len(s) >= _SHORTEST_REDACTED), key=len, reverse=True):
+        text = text.replace(secret, shown)
+    return text
+
+
+_SHORTEST_REDACTED = 6  # shorter arguments ('-v', 'run') are flags and words, not keys
 
 
 def _version() -> str:

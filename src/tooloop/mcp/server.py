@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
@@ -20,7 +22,7 @@ from ..messages import ToolOutput
 from ..tools.tool import Tool, ToolContext
 from ._connection import Connection, HttpSpec, SamplingHandler
 from ._results import to_output
-from ._stdio import StdioSpec
+from ._stdio import MAX_MESSAGE_SIZE, StdioSpec
 
 __all__ = ["ApprovalPolicy", "MCPServer"]
 
@@ -50,6 +52,8 @@ class MCPServer:
       ``"destructive"``: a call needs approval unless the tool is read-only or non-destructive
       by its annotations, and annotations count only with ``trust_annotations=True``.
     * ``sampling``: a model (or model string) that answers the server's sampling requests.
+    * ``max_message_size``: the largest message in bytes read from the server (32 MiB); a
+      larger answer fails its call with a :class:`ToolError`.
     """
 
     def __init__(
@@ -65,12 +69,17 @@ class MCPServer:
         approve: ApprovalPolicy = "never",
         start_timeout: float = 60.0,
         sampling: Any = None,
+        max_message_size: int = MAX_MESSAGE_SIZE,
     ):
         if approve not in ("never", "always", "destructive"):
             raise ConfigurationError(f"approve= must be 'never', 'always' or 'destructive', got {approve!r}")
         if timeout is not None and timeout <= 0:
             raise ConfigurationError(f"timeout= of MCP server {name!r} must be positive, got {timeout!r}")
-        self._spec = spec
+        if max_message_size <= 0:
+            raise ConfigurationError(
+                f"max_message_size= of MCP server {name!r} must be positive, got {max_message_size!r}"
+            )
+        self._spec = dataclasses.replace(spec, max_message_size=max_message_size)
         self._name = name
         self.prefix = prefix or ""
         self.include = frozenset(include) if include is not None else None
@@ -109,7 +118,7 @@ class MCPServer:
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``)."""
         spec = HttpSpec(url=url, headers=dict(headers) if headers else None)
-        return cls(spec, name=name or url, **options)
+        return cls(spec, name=name or _host(url), **options)
 
     def __repr__(self) -> str:
         return f"MCPServer({self._name!r})"
@@ -180,7 +189,7 @@ class MCPServer:
         if tools is None or connection.tools_changed:
             connection.tools_changed = False
             listed = await self._list_all(connection)
-            tools = self._tools = self._wrap(listed)
+            tools = self._tools = self._wrap(listed, connection)
         return tools
 
     async def _list_all(self, connection: Connection) -> list[types.Tool]:
@@ -197,15 +206,13 @@ class MCPServer:
             if not cursor:
                 return tools
 
-    def _wrap(self, listed: Sequence[types.Tool]) -> tuple[Tool, ...]:
+    def _wrap(self, listed: Sequence[types.Tool], connection: Connection) -> tuple[Tool, ...]:
+        known = {t.name for t in listed}
+        _check_filter(connection, "include", self.include, known)
+        _check_filter(connection, "exclude", self.exclude, known)
         wanted = [t for t in listed if t.name not in self.exclude and (self.include is None or t.name in self.include)]
-        names: set[str] = set()
-        tools = []
-        for spec in wanted:
-            name = _provider_name(self.prefix + spec.name, names)
-            names.add(name)
-            tools.append(self._tool(spec, name))
-        return tuple(tools)
+        names = _provider_names([self.prefix + spec.name for spec in wanted])
+        return tuple(self._tool(spec, name) for spec, name in zip(wanted, names, strict=True))
 
     def _tool(self, spec: types.Tool, name: str) -> Tool:
         return Tool(
@@ -267,6 +274,40 @@ def _stem(command: str, args: Sequence[str]) -> str:
         if stem:
             return stem
     return "mcp"
+
+
+def _host(url: str) -> str:
+    """A default server name from its URL: the host, never the path or query (they may carry keys)."""
+    try:
+        return urlsplit(url).hostname or "mcp"
+    except ValueError:
+        return "mcp"
+
+
+def _check_filter(connection: Connection, option: str, names: frozenset[str] | None, known: set[str]) -> None:
+    """A name in ``include``/``exclude`` that is no tool of the server is a mistake: say which."""
+    unknown = sorted(names - known) if names else []
+    if unknown:
+        raise ConfigurationError(
+            f"{option}= of MCP server {connection.name!r} names {', '.join(map(repr, unknown))}, which is not one of "
+            f"its tools (its tools: {', '.join(sorted(known)) or 'none'}); check the spelling"
+        )
+
+
+def _provider_names(raw_names: Sequence[str]) -> list[str]:
+    """Names within every provider's rules, one per raw name, all distinct. A valid name is kept
+    as it is; only invalid ones are changed, and never into a name the server already uses."""
+    taken = {raw for raw in raw_names if _valid_name(raw)}
+    names: list[str] = []
+    for raw in raw_names:
+        name = raw if _valid_name(raw) and raw not in names else _provider_name(raw, taken)
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _valid_name(name: str) -> bool:
+    return len(name) <= _NAME_LIMIT and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) is not None
 
 
 def _provider_name(raw: str, taken: set[str]) -> str:
