@@ -113,9 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"tooloop acp: {exc}", file=sys.stderr)
         return 2
+    from .._children import sigterm_as_interrupt
     from . import serve
 
-    asyncio.run(serve(agent, store=args.store))
+    sigterm_as_interrupt()  # how editors stop an agent: serve's cleanup stops the MCP servers
+    try:
+        asyncio.run(serve(agent, store=args.store))
+    except KeyboardInterrupt:
+        return 130  # 128 + SIGINT, as for Ctrl-C
     return 0
 
 

@@ -170,5 +170,8 @@ def _register_commands() -> None:
 
 def main() -> None:
     """Entry point of the ``tooloop`` console script and ``python -m tooloop``."""
+    from .._children import sigterm_as_interrupt
+
+    sigterm_as_interrupt()  # an editor or process manager stopping us: cleaned up like Ctrl-C
     _register_commands()
     app(prog_name=Path("tooloop").name)

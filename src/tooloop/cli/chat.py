@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from .._children import terminating
 from .._render import usage_text
 from ..agent import Agent
 from ..errors import ToolloopError
@@ -191,7 +192,7 @@ class Chat:
 
 async def _loop(chat: Chat, approve: Approve) -> None:
     interrupted = False
-    while True:
+    while not terminating():  # SIGTERM: the turn was cancelled as by Ctrl-C, and the chat ends
         try:
             line = await chat.lines.read(PROMPT)
         except KeyboardInterrupt:

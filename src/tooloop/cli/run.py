@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .._children import kill_all
 from .._json import to_jsonable
 from .._render import usage_text
 from ..agent import Agent
@@ -65,8 +66,9 @@ def read_prompt(argument: str | None, stdin: Any = None) -> str | None:
 
 @contextmanager
 def sigint_cancels(cancel: Callable[[], None], term: Terminal) -> Iterator[None]:
-    """While inside: Ctrl-C cancels the run (it ends ``cancelled``, its session kept); a second
-    Ctrl-C exits at once (everything recorded so far stays in the store)."""
+    """While inside: Ctrl-C (or SIGTERM, see ``main``) cancels the run (it ends ``cancelled``,
+    its session kept); a second Ctrl-C exits at once (everything recorded so far stays in the
+    store; MCP servers are killed)."""
     loop = asyncio.get_running_loop()
     presses = 0
 
@@ -78,6 +80,7 @@ def sigint_cancels(cancel: Callable[[], None], term: Terminal) -> Iterator[None]
             return
         term.stdout.flush()
         term.err.show_cursor(True)
+        kill_all()  # os._exit runs no exit handlers: stop the MCP servers now
         os._exit(ExitCode.CANCELLED)
 
     try:

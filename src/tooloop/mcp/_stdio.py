@@ -2,12 +2,12 @@
 
 The server runs in a process group of its own, so stopping it also stops what it started (``npx``
 and shell wrappers spawn children). Stopping follows the MCP rule: close stdin, wait, then
-SIGTERM, then SIGKILL. Every group still running when the interpreter exits is killed.
+SIGTERM, then SIGKILL. Every group still running when the interpreter exits is killed
+(``tooloop._children``).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -28,6 +28,7 @@ from mcp.shared.message import SessionMessage
 
 from mcp import types
 
+from .._children import forget, track
 from ..errors import ToolSourceError
 
 __all__ = ["StdioProcess", "StdioSpec", "stdio_transport"]
@@ -37,7 +38,6 @@ MAX_MESSAGE_SIZE = 32 * 1024 * 1024
 _STOP_WAIT = 2.0
 _TAIL_LINES = 20
 _TAIL_LINE = 1000  # characters kept of one line of stderr (its end)
-_LIVE_GROUPS: set[int] = set()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,7 +90,7 @@ async def stdio_transport(
         cwd=spec.cwd,
         start_new_session=True,
     )
-    _LIVE_GROUPS.add(process.pid)
+    track(process.pid)
     known = StdioProcess(process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -109,7 +109,7 @@ async def stdio_transport(
                         await known.stderr_closed.wait()
                 group.cancel_scope.cancel()
     finally:
-        _LIVE_GROUPS.discard(process.pid)
+        forget(process.pid)
         for stream in (read_stream, write_stream, read_writer, write_reader):
             stream.close()
 
@@ -250,14 +250,3 @@ async def _stop(process: anyio.abc.Process) -> None:
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-
-
-def running_groups() -> frozenset[int]:
-    """Process groups of stdio servers started and not yet stopped (their leaders' pids)."""
-    return frozenset(_LIVE_GROUPS)
-
-
-@atexit.register
-def _kill_leftovers() -> None:
-    for pid in tuple(_LIVE_GROUPS):
-        _signal_group(pid, signal.SIGKILL)
