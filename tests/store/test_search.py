@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 
 import pytest
 
-from tooloop.errors import ArgumentValueError
+from tooloop.errors import ArgumentValueError, SessionNotFoundError
 from tooloop.messages import AssistantMessage, StopReason, ToolCallMessage, ToolCallStatus, Usage, UserMessage
 from tooloop.store import BaseStore, open_store
 from tooloop.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
@@ -102,7 +103,8 @@ async def test_search_lists_a_session_whose_row_or_usage_is_corrupt(store: BaseS
     await store.append("bad", [UserMessage("findable too")])
     execute_raw(
         store_url,
-        "INSERT INTO tooloop_messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tooloop_messages (session_id, seq, pos, tool_call_id, status, format, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
         ("bad", 1, 1, None, None, 1, "{not json"),
     )
     execute_raw(store_url, "UPDATE tooloop_sessions SET usage = ? WHERE id = ?", ("{broken", "bad"))
@@ -130,3 +132,20 @@ async def test_sessions_written_before_the_index_existed_become_searchable(store
         [info] = await current.search("ancient")
         assert (info.stop_reason, info.errors, info.usage.tool_calls) == ("refusal", 1, 1)
         assert await ids(current, order_by="tokens", limit=1) == ["early"]
+
+
+async def test_writes_say_when_each_record_was_written_and_what_it_replaced(store: BaseStore) -> None:
+    await store.append("s", [UserMessage("go"), tool("c1", "", ToolCallStatus.STARTED)])
+    await asyncio.sleep(0.05)
+    await store.append("s", [tool("c1", "done")])
+    writes = await store.writes("s")
+    assert [(w.seq, w.pos, w.tool_call_id, w.status) for w in writes] == [
+        (0, 0, None, None),
+        (1, 1, "c1", "started"),
+        (2, 1, "c1", "ok"),
+    ]
+    started, finished = writes[1].written_at, writes[2].written_at
+    assert started is not None and finished is not None
+    assert 0.04 <= (finished - started).total_seconds() < 5
+    with pytest.raises(SessionNotFoundError):
+        await store.writes("nope")

@@ -300,6 +300,7 @@ async def test_migrations_apply_on_open_and_keep_data(store_url: str) -> None:
         (3,),
         (4,),
         (5,),
+        (6,),
     ]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._common import BaseStore
-from .base import UNSET, SessionInfo, Store
+from .base import UNSET, SessionInfo, Store, Write
 from .exchange import EXPORT_FORMAT, EXPORT_VERSION
 from .journal import SessionLease
 
@@ -22,6 +22,7 @@ __all__ = [
     "SessionInfo",
     "SessionLease",
     "Store",
+    "Write",
     "check_store_url",
     "open_store",
 ]

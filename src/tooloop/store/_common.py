@@ -18,7 +18,7 @@ from ..errors import SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage
 from ..transcript import Transcript
 from ._records import Record
-from .base import UNSET, SessionInfo, SessionOrder
+from .base import UNSET, SessionInfo, SessionOrder, Write
 from .exchange import build_export, parse_export
 
 __all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy", "masked_url"]
@@ -120,6 +120,12 @@ class BaseStore(ABC):
         offset: int = 0,
     ) -> list[SessionInfo]:
         """See :meth:`tooloop.store.Store.search`."""
+
+    @abstractmethod
+    async def writes(self, session_id: str) -> list[Write]:
+        """Every record written to the session, in order, with when it was written: what a timeline
+        of model requests and tool calls is drawn from (a call's ``started`` record and its outcome
+        give its duration). :class:`~tooloop.errors.SessionNotFoundError` if absent."""
 
     @abstractmethod
     async def delete(self, session_id: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, Usage
 from ..transcript import Transcript
 
-__all__ = ["SESSION_ORDERS", "UNSET", "SessionInfo", "SessionOrder", "Store"]
+__all__ = ["SESSION_ORDERS", "UNSET", "SessionInfo", "SessionOrder", "Store", "Write"]
 
 
 class _Unset:
@@ -47,6 +47,21 @@ class SessionInfo:
     """Set by ``list_sessions()`` when part of this session's record (usage, metadata) cannot be
     read: that part shows as empty and the other sessions are listed all the same. Reading the
     session itself (``get_session``) raises :class:`~tooloop.errors.CorruptDataError`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One record written to a session: which message position it filled, and when."""
+
+    seq: int
+    """The record's number in the session (every write counts, replacements too)."""
+    pos: int
+    """The message position it filled (a tool call's outcome replaces its unfinished entry)."""
+    tool_call_id: str | None
+    status: str | None
+    """The tool call's status in this record (``started``, ``ok``...); None for other messages."""
+    written_at: datetime | None
+    """When it was written; None for records from before tooloop noted the time."""
 
 
 SessionOrder = Literal[

@@ -46,6 +46,22 @@ _SQLITE_STOP = (
 ``approval_required`` while a tool call waits for a decision."""
 
 
+def _sqlite_message_added(*extra: str) -> str:
+    """The trigger that indexes a new message row and updates its session's stop reason and errors."""
+    return f"""CREATE TRIGGER tooloop_message_added AFTER INSERT ON tooloop_messages BEGIN
+        INSERT INTO tooloop_search_docs (session_id, seq) VALUES (new.session_id, new.seq)
+            ON CONFLICT (session_id, seq) DO NOTHING;
+        INSERT INTO tooloop_search (rowid, body, session_id)
+            SELECT doc, {_SQLITE_BODY.format(d="new.data")}, new.session_id FROM tooloop_search_docs
+            WHERE session_id = new.session_id AND seq = new.seq;
+        UPDATE tooloop_sessions SET
+            stop_reason = {_SQLITE_STOP.format(d="new.data", s="new.status")},
+            errors = errors + (new.status IS 'error')
+            WHERE id = new.session_id;
+        {"".join(extra)}
+    END"""
+
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -117,17 +133,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             )""",
             "CREATE VIRTUAL TABLE tooloop_search USING fts5(body, session_id UNINDEXED, "
             "tokenize = 'unicode61 remove_diacritics 2')",
-            f"""CREATE TRIGGER tooloop_message_added AFTER INSERT ON tooloop_messages BEGIN
-                INSERT INTO tooloop_search_docs (session_id, seq) VALUES (new.session_id, new.seq)
-                    ON CONFLICT (session_id, seq) DO NOTHING;
-                INSERT INTO tooloop_search (rowid, body, session_id)
-                    SELECT doc, {_SQLITE_BODY.format(d="new.data")}, new.session_id FROM tooloop_search_docs
-                    WHERE session_id = new.session_id AND seq = new.seq;
-                UPDATE tooloop_sessions SET
-                    stop_reason = {_SQLITE_STOP.format(d="new.data", s="new.status")},
-                    errors = errors + (new.status IS 'error')
-                    WHERE id = new.session_id;
-            END""",
+            _sqlite_message_added(),
             """CREATE TRIGGER tooloop_message_removed AFTER DELETE ON tooloop_messages BEGIN
                 DELETE FROM tooloop_search WHERE rowid IN (SELECT doc FROM tooloop_search_docs
                     WHERE session_id = old.session_id AND seq = old.seq);
@@ -175,7 +181,21 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX tooloop_sessions_with_errors ON tooloop_sessions (updated_at DESC) WHERE errors > 0",
         ),
     ),
+    Migration(
+        6,
+        "when each message row was written, for timelines of requests and tool calls",
+        (
+            "ALTER TABLE tooloop_messages ADD COLUMN written_at REAL",
+            "DROP TRIGGER tooloop_message_added",
+            # Set here rather than by the INSERT, so a writer of any schema version writes it.
+            _sqlite_message_added(
+                "UPDATE tooloop_messages SET written_at = (julianday('now') - 2440587.5) * 86400.0 "
+                "WHERE rowid = new.rowid;"
+            ),
+        ),
+    ),
 )
+
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -322,6 +342,15 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX tooloop_sessions_model ON tooloop_sessions (model, updated_at DESC)",
             "CREATE INDEX tooloop_sessions_stop_reason ON tooloop_sessions (stop_reason, updated_at DESC)",
             "CREATE INDEX tooloop_sessions_with_errors ON tooloop_sessions (updated_at DESC) WHERE errors > 0",
+        ),
+    ),
+    Migration(
+        6,
+        "when each message row was written, for timelines of requests and tool calls",
+        (
+            "ALTER TABLE tooloop_messages ADD COLUMN written_at DOUBLE PRECISION",
+            # Set as a second step so rows written before stay NULL (unknown), not the migration's time.
+            "ALTER TABLE tooloop_messages ALTER COLUMN written_at SET DEFAULT extract(epoch FROM clock_timestamp())",
         ),
     ),
 )

@@ -43,7 +43,7 @@ from ._records import (
     usage_to_json,
 )
 from ._search import SearchQuery
-from .base import UNSET, SessionInfo, SessionOrder
+from .base import UNSET, SessionInfo, SessionOrder, Write
 from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, check_schema_version
 
 __all__ = ["PostgresStore"]
@@ -302,6 +302,20 @@ class PostgresStore(BaseStore):
             return await _require(conn, session_id)
 
         return await self._retrying(f"updating session {session_id!r}", update)
+
+    async def writes(self, session_id: str) -> list[Write]:
+        """See :meth:`BaseStore.writes`."""
+
+        async def read(conn: _Conn, again: bool) -> list[Write]:
+            await _require(conn, session_id)
+            cursor = await conn.execute(
+                "SELECT seq, pos, tool_call_id, status, written_at FROM tooloop_messages "
+                "WHERE session_id = %s ORDER BY seq",
+                (session_id,),
+            )
+            return [Write(int(r[0]), int(r[1]), r[2], r[3], to_datetime(r[4])) for r in await cursor.fetchall()]
+
+        return await self._retrying(f"reading the writes of session {session_id!r}", read, write=False)
 
     async def delete(self, session_id: str) -> None:
         """Remove the session and all its rows."""

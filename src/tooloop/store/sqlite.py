@@ -36,12 +36,16 @@ from ._records import (
     usage_to_json,
 )
 from ._search import SearchQuery
-from .base import UNSET, SessionInfo, SessionOrder
+from .base import UNSET, SessionInfo, SessionOrder, Write
 from .migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, check_schema_version
 
 __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
+_INSERT_ROW = (
+    "INSERT INTO tooloop_messages (session_id, seq, pos, tool_call_id, status, format, data) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _ORDER_COLUMNS = {
     "updated": "updated_at",
     "created": "created_at",
@@ -234,6 +238,20 @@ class SQLiteStore(BaseStore):
 
         return await self._run(lambda conn: _transaction(conn, write))
 
+    async def writes(self, session_id: str) -> list[Write]:
+        """See :meth:`BaseStore.writes`."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            _require(conn, session_id)
+            sql = (
+                "SELECT seq, pos, tool_call_id, status, written_at FROM tooloop_messages "
+                "WHERE session_id = ? ORDER BY seq"
+            )
+            return conn.execute(sql, (session_id,)).fetchall()
+
+        rows = await self._run(lambda conn: _transaction(conn, read, deferred=True))
+        return [Write(int(r[0]), int(r[1]), r[2], r[3], to_datetime(r[4])) for r in rows]
+
     async def delete(self, session_id: str) -> None:
         """Remove the session and all its rows."""
 
@@ -357,8 +375,7 @@ def _append(conn: sqlite3.Connection, session_id: str, records: list[Record], ex
     )
     try:
         conn.executemany(
-            "INSERT INTO tooloop_messages VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(session_id, r.seq, r.pos, r.tool_call_id, r.status, r.format, r.data) for r in rows],
+            _INSERT_ROW, [(session_id, r.seq, r.pos, r.tool_call_id, r.status, r.format, r.data) for r in rows]
         )
     except sqlite3.IntegrityError as exc:
         raise ConflictError(f"session {session_id!r}: another writer appended at the same position") from exc
@@ -424,6 +441,5 @@ def _create(
         raise ConflictError(f"session {info.id!r} already exists") from exc
     fmts = formats if formats is not None else [SCHEMA_VERSION] * len(records)
     conn.executemany(
-        "INSERT INTO tooloop_messages VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(info.id, i, i, r.tool_call_id, r.status, fmts[i], r.data) for i, r in enumerate(records)],
+        _INSERT_ROW, [(info.id, i, i, r.tool_call_id, r.status, fmts[i], r.data) for i, r in enumerate(records)]
     )
