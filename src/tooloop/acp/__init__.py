@@ -10,6 +10,7 @@ until the client closes the connection; see ``docs/acp.md`` for what is supporte
 from __future__ import annotations
 
 import logging
+import sys
 from typing import cast
 
 from acp.core import AgentSideConnection
@@ -19,7 +20,7 @@ from ..agent import Agent
 from ..store import Store, open_store
 from .server import AcpServer
 from .session import SessionTools
-from .wire import LineTransport, claim_stdout, open_stdio
+from .wire import LineTransport, claim_stdout, is_regular_file, open_stdio
 
 __all__ = ["AcpServer", "SessionTools", "serve"]
 
@@ -33,10 +34,17 @@ async def serve(agent: Agent, *, store: Store | str | None = None, tools: Sessio
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="tooloop acp: %(levelname)s %(message)s")
+    from_file = is_regular_file(sys.stdin.fileno())
     reader, writer = await open_stdio(claim_stdout())
     opened = open_store(store) if isinstance(store, str) else None
     server = AcpServer(agent, store=opened or store, tools=tools)  # type: ignore[arg-type]
-    conn = AgentSideConnection(cast(AcpAgent, server), LineTransport(reader, writer), listening=False)
+    # session/resume and session/close are "unstable" in the SDK's router: served all the same
+    conn = AgentSideConnection(
+        cast(AcpAgent, server),
+        LineTransport(reader, writer, one_at_a_time=from_file),
+        listening=False,
+        use_unstable_protocol=True,
+    )
     try:
         await conn.listen()
     finally:

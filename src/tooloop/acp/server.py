@@ -1,8 +1,9 @@
 """``AcpServer``: one tooloop agent behind the Agent Client Protocol (version 1), over stdio.
 
-Methods served: ``initialize``, ``session/new``, ``session/prompt``, ``session/cancel``, and
-``session/load`` when a store is configured. Everything else, custom ``_vendor`` requests
-included, is answered ``-32601``; schema errors ``-32602``.
+Methods served: ``initialize``, ``session/new``, ``session/prompt``, ``session/cancel``,
+``session/close``, and ``session/load``, ``session/resume`` and ``session/list`` when a store is
+configured. Everything else, custom ``_vendor`` requests included, is answered ``-32601``;
+schema errors ``-32602``.
 
 Answers worth knowing (they are documented in ``docs/acp.md``):
 
@@ -19,7 +20,7 @@ import asyncio
 import logging
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import acp
@@ -28,8 +29,8 @@ from acp.interfaces import Client
 
 from ..agent import Agent
 from ..errors import SessionNotFoundError, ToolloopError
-from ..models.profiles import lookup_profile
-from ..store.base import Store
+from ..models.profiles import DEFAULT_PROFILE, profile_for
+from ..store.base import SessionInfo, Store
 from ..tools.tool import Tool
 from . import updates
 from .prompt import prompt_text
@@ -77,10 +78,16 @@ class AcpServer:
         """Speak protocol version 1 whatever the client asked; advertise only what works."""
         from .. import __version__
 
+        stored = self._store is not None
         capabilities = schema.AgentCapabilities(
-            load_session=self._store is not None,
+            load_session=stored,
             prompt_capabilities=schema.PromptCapabilities(embedded_context=True),
             mcp_capabilities=schema.McpCapabilities(http=self._tools.http),
+            session_capabilities=schema.SessionCapabilities(
+                list=schema.SessionListCapabilities() if stored else None,
+                resume=schema.SessionResumeCapabilities() if stored else None,
+                close=schema.SessionCloseCapabilities(),
+            ),
         )
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
@@ -101,7 +108,14 @@ class AcpServer:
         """A new conversation with its own id, with the client's MCP servers as extra tools."""
         _check_directories(cwd, additional_directories)
         session_id = uuid.uuid4().hex
-        self._sessions[session_id] = await self._open(session_id, cwd, mcp_servers or ())
+        session = await self._open(session_id, cwd, mcp_servers or ())
+        if self._store is not None:  # known to session/load and session/list before its first prompt
+            try:
+                await self._store.set_metadata(session_id, metadata={"cwd": cwd})
+            except BaseException:
+                await session.aclose()
+                raise
+        self._sessions[session_id] = session
         return schema.NewSessionResponse(session_id=session_id)
 
     async def load_session(
@@ -113,23 +127,75 @@ class AcpServer:
         **_: Any,
     ) -> schema.LoadSessionResponse:
         """Replay a stored conversation as updates, then answer; its next prompt continues it."""
-        if self._store is None:
-            raise RequestError.method_not_found("session/load")
+        await self._reopen(session_id, cwd, mcp_servers, additional_directories, replay=True)
+        return schema.LoadSessionResponse()
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: Sequence[McpServerSpec] | None = None,
+        **_: Any,
+    ) -> schema.ResumeSessionResponse:
+        """Continue a stored conversation without replaying it (the client still shows it)."""
+        await self._reopen(session_id, cwd, mcp_servers, additional_directories, replay=False)
+        return schema.ResumeSessionResponse()
+
+    async def _reopen(
+        self,
+        session_id: str,
+        cwd: str,
+        mcp_servers: Sequence[McpServerSpec] | None,
+        additional_directories: list[str] | None,
+        *,
+        replay: bool,
+    ) -> None:
+        store = self._stored("session/load" if replay else "session/resume")
         _check_directories(cwd, additional_directories)
         old = self._sessions.get(session_id)
         if old is not None and old.busy:
             raise _busy(session_id)
         try:
-            transcript = await self._store.load(session_id)
+            transcript = await store.load(session_id)
+            info = await store.get_session(session_id)
         except SessionNotFoundError:
             raise RequestError.invalid_params({"details": f"no stored session {session_id!r}"}) from None
         session = await self._open(session_id, cwd, mcp_servers or ())
-        for update in updates.replay(transcript, await session.tool_map()):
-            await self._client.session_update(session_id=session_id, update=update)
+        session.spent = info.usage
+        if replay:
+            for update in updates.replay(transcript, await session.tool_map()):
+                await self._client.session_update(session_id=session_id, update=update)
         self._sessions[session_id] = session
         if old is not None:
             await old.aclose()
-        return schema.LoadSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> schema.ListSessionsResponse:
+        """The stored sessions, most recently used first, a page at a time (``cwd`` filters them)."""
+        store = self._stored("session/list")
+        offset = _offset(cursor)
+        found = await store.list_sessions(limit=_PAGE + 1, offset=offset)
+        page = [_info(info) for info in found[:_PAGE]]
+        listed = [info for info in page if cwd is None or info.cwd == cwd]
+        more = str(offset + _PAGE) if len(found) > _PAGE else None
+        return schema.ListSessionsResponse(sessions=listed, next_cursor=more)
+
+    async def close_session(self, session_id: str, **_: Any) -> schema.CloseSessionResponse:
+        """Cancel the session's running turn, stop its MCP servers and forget it (a stored session
+        stays in the store)."""
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+        session.cancel()
+        await session.aclose()
+        return schema.CloseSessionResponse()
+
+    def _stored(self, method: str) -> Store:
+        if self._store is None:
+            raise RequestError.method_not_found(method)
+        return self._store
 
     async def _open(self, session_id: str, cwd: str, servers: Sequence[McpServerSpec]) -> Session:
         agent = self._agent
@@ -160,11 +226,15 @@ class AcpServer:
                 session.remembered,
                 token,
                 _context_window(session.agent),
+                session.spent,
             )
             stop = await _run_turn(session, turn, text)
         finally:
             session.end()
-        return schema.PromptResponse(stop_reason=stop)
+        used = turn.result.usage if turn.result is not None else None
+        if used is not None:
+            session.spent = session.spent + used
+        return schema.PromptResponse(stop_reason=stop, usage=None if used is None else updates.turn_usage(used))
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         """Stop the session's running turn at once; its prompt is answered ``cancelled``."""
@@ -214,10 +284,35 @@ async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReaso
     return "cancelled" if token.cancelled else cast(schema.StopReason, result.stop_reason.acp)
 
 
-def _context_window(agent: Agent) -> int | None:
+def _context_window(agent: Agent) -> int:
+    """The window the context policy assumes too: the model's own, a known model's, or the default."""
+    window = getattr(agent.model, "context_window", None)
+    if isinstance(window, int) and window > 0:
+        return window
     name = getattr(agent.model, "name", None)
-    profile = lookup_profile(name) if isinstance(name, str) else None
-    return profile.context_window if profile is not None else None
+    return profile_for(name).context_window if isinstance(name, str) else DEFAULT_PROFILE.context_window
+
+
+_PAGE = 50
+"""Sessions per ``session/list`` page."""
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise RequestError.invalid_params({"details": f"cursor {cursor!r} is not one this agent gave"})
+    return int(cursor)
+
+
+def _info(info: SessionInfo) -> schema.SessionInfo:
+    cwd = info.metadata.get("cwd") if isinstance(info.metadata, Mapping) else None
+    return schema.SessionInfo(
+        session_id=info.id,
+        cwd=cwd if isinstance(cwd, str) else os.getcwd(),  # stored by another front door: ours
+        title=info.title,
+        updated_at=info.updated_at.isoformat() if info.updated_at is not None else None,
+    )
 
 
 def _busy(session_id: str) -> RequestError:

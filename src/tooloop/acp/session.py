@@ -14,6 +14,7 @@ from ..agent import Agent
 from ..errors import ConfigurationError
 from ..loop.cancel import CancelToken
 from ..loop.frontdoors import EventStream
+from ..messages import Usage
 from ..tools.tool import Tool
 from ..transcript import Transcript
 
@@ -88,6 +89,8 @@ class Session:
         self.remembered: dict[str, bool] = {}
         """Tool name -> True (always allow) or False (always reject), for the session's life."""
         self.token: CancelToken | None = None
+        self.spent = Usage()
+        """What the session's turns used and cost so far (a loaded session starts from its stored totals)."""
         self._sources = tuple(sources)
 
     @classmethod

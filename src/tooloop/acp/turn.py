@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, assert_never
 
-from acp import schema
+from acp import RequestError, schema
 from acp.interfaces import Client
 
 from ..events import (
@@ -34,7 +34,7 @@ from ..events import (
 )
 from ..loop.cancel import CancelToken
 from ..loop.result import ApprovalDecision, ApprovalRequest, RunResult
-from ..messages import ModelResponse, ToolCallMessage
+from ..messages import ModelResponse, ToolCallMessage, Usage
 from ..tools.tool import Tool
 from . import updates
 from .updates import Update
@@ -62,7 +62,8 @@ class Turn:
         tools: Mapping[str, Tool],
         remembered: dict[str, bool],
         token: CancelToken,
-        context_window: int | None,
+        context_window: int,
+        spent: Usage,
     ):
         self._client = client
         self._session_id = session_id
@@ -70,6 +71,8 @@ class Turn:
         self._remembered = remembered
         self._token = token
         self._window = context_window
+        self._spent = spent
+        """What the session's earlier turns used (their cost is part of each ``usage_update``)."""
         self._shown: dict[str, asyncio.Future[None]] = {}
         self._finished: set[str] = set()
         self._streamed_text = False
@@ -108,8 +111,8 @@ class Turn:
                 await self.send(updates.thought_chunk(text))
             case ModelRequestStarted():
                 self._streamed_text = self._streamed_thinking = False
-            case ModelRequestFinished(response=response):
-                await self._response_finished(response)
+            case ModelRequestFinished(response=response, usage=usage):
+                await self._response_finished(response, usage)
             case _:
                 assert_never(event)
 
@@ -128,8 +131,8 @@ class Turn:
             case _:
                 assert_never(event)
 
-    async def _response_finished(self, response: ModelResponse) -> None:
-        """Text a model gave without streaming it, and the context's size."""
+    async def _response_finished(self, response: ModelResponse, usage: Usage) -> None:
+        """Text a model gave without streaming it, the context's size and the session's cost."""
         if not self._streamed_thinking:
             for part in response.thinking:
                 if part.text and not part.redacted:
@@ -137,8 +140,8 @@ class Turn:
         if not self._streamed_text and response.text:
             await self.send(updates.text_chunk(response.text))
         used = response.usage.input_tokens + response.usage.output_tokens
-        if self._window is not None and used > 0:
-            await self.send(updates.usage_update(used, self._window))
+        if used > 0:
+            await self.send(updates.usage_update(used, self._window, (self._spent + usage).cost))
 
     async def _show(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
         shown = self._shown_future(call_id)
@@ -168,11 +171,15 @@ class Turn:
         if remembered is not None:
             return request.approve() if remembered else request.deny(_rejected(request, always=True))
         await self._shown_future(request.tool_call_id)  # the editor saw the call before it is asked about it
-        response = await self._client.request_permission(
-            session_id=self._session_id,
-            tool_call=self._permission_call(request),
-            options=list(PERMISSION_OPTIONS),
-        )
+        try:
+            response = await self._client.request_permission(
+                session_id=self._session_id,
+                tool_call=self._permission_call(request),
+                options=list(PERMISSION_OPTIONS),
+            )
+        except (RequestError, ConnectionError) as exc:  # the client is gone (closed its input) or refused
+            _log.warning("could not ask the client about %s: %s", request.tool_name, exc)
+            return request.deny("the user could not be asked about this call; it was not run")
         return self._decide(request, response.outcome)
 
     def _permission_call(self, request: ApprovalRequest) -> schema.ToolCallUpdate:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from decimal import Decimal
 from typing import Any, Literal, TypeAlias, assert_never
 
 from acp import schema
@@ -19,6 +20,7 @@ from ..messages import (
     ThinkingPart,
     ToolCallMessage,
     ToolCallStatus,
+    Usage,
     UserMessage,
 )
 from ..tools.tool import Tool
@@ -35,6 +37,7 @@ __all__ = [
     "tool_call_running",
     "tool_kind",
     "tool_title",
+    "turn_usage",
 ]
 
 ToolKind: TypeAlias = Literal[
@@ -210,9 +213,23 @@ def _embedded(part: Any) -> schema.EmbeddedResourceContentBlock:
     return schema.EmbeddedResourceContentBlock(type="resource", resource=resource)
 
 
-def usage_update(used: int, size: int) -> schema.UsageUpdate:
-    """Tokens in the context now, out of the model's context window."""
-    return schema.UsageUpdate(session_update="usage_update", used=used, size=size)
+def usage_update(used: int, size: int, cost: Decimal | None = None) -> schema.UsageUpdate:
+    """Tokens in the context now, out of the model's context window, and the session's cost so
+    far in US dollars (left out when a price is unknown)."""
+    total = None if cost is None else schema.Cost(amount=float(cost), currency="USD")
+    return schema.UsageUpdate(session_update="usage_update", used=used, size=size, cost=total)
+
+
+def turn_usage(usage: Usage) -> schema.Usage:
+    """A turn's token counts as ``PromptResponse.usage``."""
+    return schema.Usage(
+        total_tokens=usage.input_tokens + usage.output_tokens,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        thought_tokens=usage.reasoning_tokens or None,
+        cached_read_tokens=usage.cache_read_tokens or None,
+        cached_write_tokens=usage.cache_write_tokens or None,
+    )
 
 
 # ---------------------------------------------------------------------- session/load

@@ -15,10 +15,12 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-__all__ = ["LineTransport", "claim_stdout", "open_stdio"]
+__all__ = ["FileWriter", "LineTransport", "Writer", "claim_stdout", "is_regular_file", "open_stdio"]
 
 _log = logging.getLogger("tooloop.acp")
 
@@ -38,34 +40,97 @@ def claim_stdout() -> int:
     return protocol_fd
 
 
-async def open_stdio(protocol_fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Async streams over stdin and the protocol's file descriptor (both must be pipes or sockets)."""
+class Writer(Protocol):
+    """What :class:`LineTransport` writes to: an ``asyncio.StreamWriter`` or a :class:`FileWriter`."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class FileWriter:
+    """Writes to a regular file (``> out.jsonl``), which the event loop's pipe transports refuse."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        """Write all of ``data`` (a regular file takes it at once)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        """Nothing is buffered."""
+
+    def close(self) -> None:
+        """Close the file descriptor."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def is_regular_file(fd: int) -> bool:
+    """True when ``fd`` is a regular file (a redirection from or to a file), not a pipe or terminal."""
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+async def open_stdio(protocol_fd: int) -> tuple[asyncio.StreamReader, Writer]:
+    """Async streams over stdin and the protocol's file descriptor: pipes, sockets and terminals
+    through the event loop, regular files (``< in.jsonl > out.jsonl``) read and written directly."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    stdin = sys.stdin.fileno()
+    if is_regular_file(stdin):
+        _pumps.add(asyncio.create_task(_pump_file(reader, stdin)))
+    else:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    if is_regular_file(protocol_fd):
+        return reader, FileWriter(protocol_fd)
     out = os.fdopen(protocol_fd, "wb", buffering=0)
     # A stream protocol gives the writer flow control (drain); its own reader stays unused.
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), out
     )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-def _write_protocol() -> asyncio.StreamReaderProtocol:
-    return asyncio.StreamReaderProtocol(asyncio.StreamReader())
+_pumps: set[asyncio.Task[None]] = set()
+
+
+async def _pump_file(reader: asyncio.StreamReader, fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        while data := await loop.run_in_executor(None, os.read, fd, 1 << 16):
+            reader.feed_data(data)
+    finally:
+        reader.feed_eof()
+        _pumps.discard(asyncio.current_task())
 
 
 class LineTransport:
     """Newline-delimited JSON-RPC over a pair of streams, answering malformed input itself.
 
-    Implements the SDK's message ``Transport`` protocol (``send``, ``receive``, ``close``).
+    Implements the SDK's message ``Transport`` protocol (``send``, ``receive``, ``close``). At the
+    end of input, every request already received is answered before :meth:`receive` says so: a
+    prompt sent just before the client closed its side runs to its end, and a request of ours
+    the client can no longer answer (a permission) gets an error answer instead of hanging. With
+    ``one_at_a_time`` (input from a file, which cannot wait for answers) each request is answered
+    before the next message is read, so a prompt never overtakes the ``session/new`` before it.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, reader: asyncio.StreamReader, writer: Writer, *, one_at_a_time: bool = False):
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
+        self._one_at_a_time = one_at_a_time
+        self._unanswered: set[Any] = set()
+        """Ids of the client's requests not answered yet."""
+        self._asked: set[Any] = set()
+        """Ids of our requests the client has not answered yet."""
+        self._changed = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line (JSON escapes every newline inside strings)."""
@@ -73,18 +138,52 @@ class LineTransport:
         async with self._lock:
             self._writer.write(line.encode())
             await self._writer.drain()
+        if "id" in message:
+            if "method" in message:
+                self._asked.add(message["id"])
+            else:
+                self._unanswered.discard(message["id"])
+            self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message, or None at the end of input."""
+        """The next well-formed message, or None at the end of input (once everything received
+        was answered)."""
+        if self._one_at_a_time:
+            await self._settled(lambda: not self._unanswered)
         while True:
             line = await self._read_line()
             if line is None:
-                return None
+                return await self._at_end()
             if not line.strip():
                 continue
             message = await self._parse(line)
             if message is not None:
+                if "id" in message:
+                    if "method" in message:
+                        self._unanswered.add(message["id"])
+                    else:
+                        self._asked.discard(message["id"])
                 return message
+
+    async def _at_end(self) -> dict[str, Any] | None:
+        """After the last line: fail our unanswerable requests, wait for the client's to be answered."""
+        while True:
+            if self._asked:
+                asked = self._asked.pop()
+                error = {
+                    "code": -32603,
+                    "message": "Internal error",
+                    "data": {"details": "the client closed its input"},
+                }
+                return {"jsonrpc": "2.0", "id": asked, "error": error}
+            if not self._unanswered:
+                return None
+            await self._settled(lambda: bool(self._asked) or not self._unanswered)
+
+    async def _settled(self, done: Callable[[], bool]) -> None:
+        while not done():
+            self._changed.clear()
+            await self._changed.wait()
 
     async def close(self) -> None:
         """Close the output stream."""
