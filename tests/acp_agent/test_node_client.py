@@ -34,7 +34,9 @@ async def test_typescript_client_runs_a_tool_turn_and_cancels_a_turn(wire: WireS
     assert node.returncode == 0
     summary = json.loads(out)
     assert summary["protocolVersion"] == 1 and summary["agentName"] == "tooloop"
-    assert summary["toolTurn"] == {"stopReason": "end_turn"}
+    tool_turn = summary["toolTurn"]
+    assert tool_turn["stopReason"] == "end_turn"  # with the turn's usage, which the TypeScript SDK accepts
+    assert tool_turn["usage"]["totalTokens"] == tool_turn["usage"]["inputTokens"] + tool_turn["usage"]["outputTokens"]
     assert summary["cancelTurn"] == {"stopReason": "cancelled"}
     assert summary["sessionIds"] == [summary["sessionId"]]
     calls = [(u["sessionUpdate"], u.get("toolCallId"), u.get("status")) for u in summary["toolUpdates"]]

@@ -136,7 +136,8 @@ async def test_stdout_carries_only_protocol_messages(raw: Raw, wire: WireServer)
     session = await _session(raw)
     prompt = [{"type": "text", "text": "make noise"}, {"type": "resource_link", "uri": "file:///a.txt", "name": "a"}]
     answer = await raw.request("session/prompt", {"sessionId": session, "prompt": prompt})
-    assert answer["result"] == {"stopReason": "end_turn"}
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert answer["result"]["usage"] == {"inputTokens": 220, "outputTokens": 20, "totalTokens": 240}
     assert raw.process.stdin is not None
     raw.process.stdin.close()
     assert raw.process.stdout is not None and raw.process.stderr is not None
