@@ -37,7 +37,7 @@ async def test_typescript_client_runs_a_tool_turn_and_cancels_a_turn(wire: WireS
     tool_turn = summary["toolTurn"]
     assert tool_turn["stopReason"] == "end_turn"  # with the turn's usage, which the TypeScript SDK accepts
     assert tool_turn["usage"]["totalTokens"] == tool_turn["usage"]["inputTokens"] + tool_turn["usage"]["outputTokens"]
-    assert summary["cancelTurn"] == {"stopReason": "cancelled"}
+    assert summary["cancelTurn"]["stopReason"] == "cancelled"
     assert summary["sessionIds"] == [summary["sessionId"]]
     calls = [(u["sessionUpdate"], u.get("toolCallId"), u.get("status")) for u in summary["toolUpdates"]]
     assert [c for c in calls if c[0].startswith("tool_call")] == [
