@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import time
 import uuid
@@ -101,9 +102,16 @@ class SQLiteStore(BaseStore):
                 self._conn = self._connect()
             return fn(self._conn)
         except sqlite3.Error as exc:
+            if "readonly" in str(exc):
+                raise StoreError(
+                    f"the SQLite store {self.path!r} is read-only to this process: its sessions can be read, "
+                    "not written (check the permissions of the file and of its folder)"
+                ) from exc
             raise StoreError(f"SQLite store {self.path!r}: {exc}") from exc
 
     def _connect(self) -> sqlite3.Connection:
+        if self.path != ":memory:" and _read_only(Path(self.path)):
+            return self._connect_read_only()
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
@@ -112,6 +120,34 @@ class SQLiteStore(BaseStore):
                 _enable_wal(conn, self._busy_timeout)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             _migrate(conn, self._migrations, self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A file this process may not write (read-only file, folder or medium) is opened for
+        reading: listing and showing sessions work, a write is a :class:`StoreError` saying why."""
+        path = Path(self.path).resolve()
+        # Without write access to the folder, SQLite cannot make the WAL's index beside the file:
+        # read it as an immutable file (what it is to this process).
+        immutable = "" if os.access(path.parent, os.W_OK) else "&immutable=1"
+        conn = sqlite3.connect(
+            f"{path.as_uri()}?mode=ro{immutable}",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=self._busy_timeout,
+        )
+        try:
+            current = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}").fetchone()[0]
+            check_schema_version(current, self._migrations, f"SQLite database {self.path!r}")
+            newest = self._migrations[-1].version if self._migrations else 0
+            if current < newest:
+                raise StoreError(
+                    f"the SQLite store {self.path!r} is read-only and its schema (version {current}) needs "
+                    f"migrating to version {newest}: open it once with write access"
+                )
         except BaseException:
             conn.close()
             raise
@@ -281,6 +317,12 @@ def _transaction(conn: sqlite3.Connection, fn: Callable[..., _T], *args: Any, de
         raise
     conn.execute("COMMIT")
     return result
+
+
+def _read_only(path: Path) -> bool:
+    """True when ``path`` exists and this process cannot write it or its folder (read-only
+    permissions, or a read-only file system)."""
+    return path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
 
 
 def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
