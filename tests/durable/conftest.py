@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import postgres_server, postgres_url  # noqa: F401  (fixtures reused here)
+from tests.store.conftest import Cluster, own_postgres, postgres_server, postgres_url  # noqa: F401  (fixtures reused here)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,5 +100,19 @@ def pg_workers(postgres_url: str, tmp_path: Path) -> Iterator[Workers]:  # noqa:
         pg.execute(EFFECTS_TABLE)
     try:
         yield workers
+    finally:
+        workers.stop_all()
+
+
+@pytest.fixture
+def outage_workers(own_postgres: Cluster, tmp_path: Path) -> Iterator[tuple[Workers, Cluster]]:  # noqa: F811
+    """Workers on a PostgreSQL server the test owns, so it can stop and restart it under them."""
+    import psycopg
+
+    workers = Workers(own_postgres.url, own_postgres.url, tmp_path / "effects.log")
+    with psycopg.connect(own_postgres.url, autocommit=True) as pg:
+        pg.execute(EFFECTS_TABLE)
+    try:
+        yield workers, own_postgres
     finally:
         workers.stop_all()

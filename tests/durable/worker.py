@@ -59,8 +59,16 @@ def record_effect(key: str) -> None:
         return
     import psycopg
 
-    with psycopg.connect(OPTIONS.store, autocommit=True) as pg:
-        pg.execute("INSERT INTO effects (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (key,))
+    deadline = time.monotonic() + 120
+    while True:  # a tool with a side effect in a database that may be restarting tries again
+        try:
+            with psycopg.connect(OPTIONS.store, autocommit=True, connect_timeout=5) as pg:
+                pg.execute("INSERT INTO effects (key) VALUES (%s) ON CONFLICT (key) DO NOTHING", (key,))
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 @tool
@@ -72,8 +80,8 @@ async def work(step: str, context: ToolContext) -> str:
     """
     prompt = step.rsplit("-", 1)[0]
     log(f"tool-start {step}")
-    await asyncio.sleep(random.uniform(OPTIONS.tool_min, OPTIONS.tool_max))
     await asyncio.to_thread(record_effect, context.idempotency_key)
+    await asyncio.sleep(random.uniform(OPTIONS.tool_min, OPTIONS.tool_max))
     kill_point("after_tool", prompt)
     log(f"tool-end {step}")
     return f"{step} ok"
