@@ -239,7 +239,9 @@ class DurableAgents:
         for dead and its unfinished turns are recovered by whichever sweeper sees it first
         (recovery is idempotent). Choose ``dead_after`` well above the longest pause a live
         worker can have: a worker recovered while alive is fenced, but its in-flight tool calls
-        run twice.
+        run twice. The sweeper outlives database errors (logged, retried within ``interval``), and
+        judges nobody until it has reached the database for ``dead_after`` seconds in a row, so a
+        beat late only because the database was down (or the sweeper just started) is no death.
         """
         if not self._launched:
             raise ConfigurationError("start_sweeper() needs a launched worker: await launch(...) first")
@@ -249,14 +251,22 @@ class DurableAgents:
         self._sweeper = asyncio.create_task(self._sweep(heartbeats, interval, dead_after))
 
     async def _sweep(self, heartbeats: _Heartbeats, interval: float, dead_after: float) -> None:
+        failures = 0
         try:
             while True:
-                dead = await asyncio.to_thread(heartbeats.beat_and_find_dead, dead_after)
-                if dead:
-                    recovered = await self.recover(dead)
-                    await asyncio.to_thread(heartbeats.forget, dead)
-                    _log.warning("recovered %d turns of silent workers %s", len(recovered), dead)
-                await asyncio.sleep(interval)
+                try:
+                    dead = await asyncio.to_thread(heartbeats.beat_and_find_dead, dead_after)
+                    if dead:
+                        recovered = await self.recover(dead)
+                        await asyncio.to_thread(heartbeats.forget, dead)
+                        _log.warning("recovered %d turns of silent workers %s", len(recovered), dead)
+                    failures = 0
+                    delay = interval
+                except Exception as exc:  # the database is down or restarting: keep beating once it is back
+                    failures += 1
+                    delay = min(interval, 0.25 * 2**failures)
+                    _log.warning("sweeper of %s: %s; trying again in %.2f s", self._executor_id, exc, delay)
+                await asyncio.sleep(delay)
         finally:
             heartbeats.close()
 
@@ -270,7 +280,12 @@ class DurableAgents:
 
 
 class _Heartbeats:
-    """``(executor_id, last_seen)`` rows in the DBOS system database, for the sweeper."""
+    """``(executor_id, last_seen)`` rows in the DBOS system database, for the sweeper.
+
+    A worker is only judged by a sweeper that has itself reached the database for ``dead_after``
+    seconds without a failure: a beat that is late because the database was down (or because
+    this sweeper just started) is never taken for a death.
+    """
 
     def __init__(self, url: str, executor_id: str):
         import sqlalchemy
@@ -278,19 +293,30 @@ class _Heartbeats:
         if url.startswith(("postgresql://", "postgres://")):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
         self._sa = sqlalchemy
-        self._engine = sqlalchemy.create_engine(url, pool_size=1)
+        # pre-ping: a connection the database dropped (a restart) is replaced before it is used
+        self._engine = sqlalchemy.create_engine(url, pool_size=1, pool_pre_ping=True)
         self._me = executor_id
-        with self._engine.begin() as conn:
-            conn.execute(
-                sqlalchemy.text(
-                    "CREATE TABLE IF NOT EXISTS tooloop_dbos_heartbeats "
-                    "(executor_id TEXT PRIMARY KEY, last_seen DOUBLE PRECISION NOT NULL)"
-                )
-            )
+        self._table = False
+        self._up_since: float | None = None
 
     def beat_and_find_dead(self, dead_after: float) -> list[str]:
+        try:
+            return self._beat_and_find_dead(dead_after)
+        except Exception:
+            self._up_since = None
+            raise
+
+    def _beat_and_find_dead(self, dead_after: float) -> list[str]:
         text, now = self._sa.text, time.time()
         with self._engine.begin() as conn:
+            if not self._table:
+                conn.execute(
+                    text(
+                        "CREATE TABLE IF NOT EXISTS tooloop_dbos_heartbeats "
+                        "(executor_id TEXT PRIMARY KEY, last_seen DOUBLE PRECISION NOT NULL)"
+                    )
+                )
+                self._table = True
             conn.execute(
                 text(
                     "INSERT INTO tooloop_dbos_heartbeats (executor_id, last_seen) VALUES (:me, :now) "
@@ -298,6 +324,10 @@ class _Heartbeats:
                 ),
                 {"me": self._me, "now": now},
             )
+            if self._up_since is None:
+                self._up_since = time.monotonic()
+            if time.monotonic() - self._up_since < dead_after:
+                return []  # live workers have not yet had dead_after seconds to beat since we see the database
             rows = conn.execute(
                 text("SELECT executor_id FROM tooloop_dbos_heartbeats WHERE last_seen < :limit AND executor_id != :me"),
                 {"limit": now - dead_after, "me": self._me},
