@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import pytest
 
 from tests.durable.conftest import Workers
-from tooloop import ConfigurationError, ToolCallMessage, UserMessage
+from tooloop import ConfigurationError, ProviderConnectionError, ToolCallMessage, UserMessage
 from tooloop.durable.dbos import DurableAgents, DurableClient
 from tooloop.store import open_store
 
@@ -116,3 +117,50 @@ async def test_a_cancelled_turn_leaves_a_valid_session_and_resume_finishes_it(sq
         stored = await store.load("s")
     assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage("long", "t")]
     assert stored[-1].text == "done long"  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(180)
+async def test_a_poison_turn_raises_the_error_that_ended_it_and_its_stream_says_so(sqlite_workers: Workers) -> None:
+    sqlite_workers.start("w1")
+    client = DurableClient(sqlite_workers.db)
+    try:
+        turn = await client.submit("chaos", "s", "poison pill", turn_id="t")
+        with pytest.raises(ProviderConnectionError, match="stream ended before the response was complete"):
+            await client.result(turn)
+        events = [e async for e in client.events(turn)]
+        status = await client.status(turn)
+    finally:
+        client.close()
+    assert status == "ERROR"
+    assert [e["kind"] for e in events].count("attempt") == 3  # retried, then given up
+    assert events[-1] == {
+        "kind": "turn_failed",
+        "error": {"type": "ProviderConnectionError", "message": "the stream ended before the response was complete"},
+    }
+    assert len(sqlite_workers.lines("model")) == 3
+
+
+@pytest.mark.timeout(240)
+async def test_a_turn_resumed_right_after_its_cancel_never_runs_a_call_twice(sqlite_workers: Workers) -> None:
+    sqlite_workers.start("w1")
+    client = DurableClient(sqlite_workers.db)
+    try:
+        for i in range(4):
+            turn = await client.submit("chaos", f"s{i}", f"c{i}", turn_id="t")
+            prefix = f"c{i}-"
+            sqlite_workers.wait(
+                lambda p=prefix: any(r[3].startswith(p) for r in sqlite_workers.lines("tool-start")), 60, "a tool"
+            )
+            await client.cancel(turn)
+            await client.resume(turn)  # at once: the cancelled attempt may not have written its last record
+            outcome = await client.result(turn)
+            assert outcome.text == f"done c{i}"
+    finally:
+        client.close()
+    starts = Counter(r[3] for r in sqlite_workers.lines("tool-start"))
+    assert max(starts.values()) == 1, starts  # no call the cancel cut (or finished) ran again
+    async with open_store(sqlite_workers.store) as store:
+        for i in range(4):
+            stored = await store.load(f"s{i}")
+            assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage(f"c{i}", "t")]
+            assert len(stored.tool_invocations) == 4 and stored[-1].text == f"done c{i}"  # type: ignore[union-attr]

@@ -1,10 +1,11 @@
 """A DBOS worker process for the durable tests: ``python -m tests.durable.worker --help``.
 
 It serves the agent ``chaos``: each turn asks for three ``work`` calls at once, then one more,
-then answers ``done <prompt>``. Every tool execution and model request is appended (fsync'd) to
-the effects log; ``work`` also inserts one row per ``idempotency_key`` into the store database,
-as a tool with side effects should. ``TOOLOOP_TEST_KILL=<point>:<prompt>`` makes the worker kill
-itself at one point of one turn (``after_prompt``, ``after_tool``, ``mid_stream``).
+then answers ``done <prompt>`` (a prompt starting with ``poison`` gets a broken stream every
+time). Every tool execution and model request is appended (fsync'd) to the effects log;
+``work`` also inserts one row per ``idempotency_key`` into the store database, as a tool with
+side effects should. ``TOOLOOP_TEST_KILL=<point>:<prompt>`` makes the worker kill itself at one
+point of one turn (``after_prompt``, ``after_tool``, ``mid_stream``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tooloop import (
     Agent,
     ModelRequest,
     ModelResponse,
+    ProviderConnectionError,
     TextDelta,
     ToolCall,
     ToolCallMessage,
@@ -99,6 +101,8 @@ class ChaosModel:
         done = sum(isinstance(m, ToolCallMessage) for m in request.messages[last_user:])
         log(f"model {prompt} {done}")
         kill_point("after_prompt", prompt)
+        if prompt.startswith("poison"):  # a model that never answers properly
+            raise ProviderConnectionError("the stream ended before the response was complete", provider="test")
         if done == 0:
             return ModelResponse(
                 tool_calls=[ToolCall(f"{prompt}-c{i}", "work", {"step": f"{prompt}-c{i}"}) for i in (1, 2, 3)]

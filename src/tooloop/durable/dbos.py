@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
+from dbos._error import DBOSMaxStepRetriesExceeded, DBOSWorkflowCancelledError
 
 from ..agent import Agent
 from ..errors import ConfigurationError, ConflictError, ProviderError, StoreError, ToolloopError
@@ -110,10 +111,35 @@ async def _turn(
 ) -> dict[str, Any]:
     options: Any = {"name": "tooloop.advance", "retries_allowed": True, "should_retry": _retryable, **_STEP}
     options["preemptible"] = True  # cancel_workflow stops the turn at once, not at its next step
-    outcome = await DBOS.run_step_async(options, _advance, agent_name, session_id, prompt, turn_id, approvals)
+    try:
+        outcome = await DBOS.run_step_async(options, _advance, agent_name, session_id, prompt, turn_id, approvals)
+    except DBOSWorkflowCancelledError:
+        raise
+    except Exception as exc:
+        error = _ended_by(exc)
+        await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "turn_failed", "error": _error_to_dict(error)})
+        await DBOS.close_stream_async(EVENTS_STREAM)
+        raise error from None
     await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "turn_finished", **outcome})
     await DBOS.close_stream_async(EVENTS_STREAM)
     return outcome
+
+
+def _ended_by(error: Exception) -> Exception:
+    """The error that ended a turn: the last attempt's own, not DBOS's "retries exceeded"."""
+    if isinstance(error, DBOSMaxStepRetriesExceeded) and error.errors:
+        error = error.errors[-1]
+    if isinstance(error, ToolloopError):
+        error.transcript = None  # the store has it; DBOS would keep a copy with the turn's outcome
+        error.partial_text = None
+    return error
+
+
+def _error_to_dict(error: BaseException) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+_FINAL_EVENTS = frozenset({"turn_finished", "turn_failed", "turn_cancelled"})
 
 
 def _check_identity(executor_id: object, application_version: object) -> None:
@@ -391,19 +417,45 @@ class DurableClient:
         return TurnHandle(workflow_id, session_id, turn_id)
 
     async def result(self, turn: TurnHandle, *, polling_interval: float = 0.2) -> TurnOutcome:
-        """Wait for the turn to end and return how it ended (the conversation is in the store)."""
+        """Wait for the turn to end and return how it ended (the conversation is in the store).
+
+        A turn that failed raises the error that ended it (a
+        :class:`~tooloop.ProviderError` after the step's retries, say), as its worker raised it.
+        """
         handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
-        return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+        try:
+            return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+        except DBOSMaxStepRetriesExceeded as exc:
+            raise _ended_by(exc) from exc
 
     async def events(self, turn: TurnHandle, *, polling_interval: float = 0.1) -> AsyncIterator[dict[str, Any]]:
         """The turn's events as JSON dicts, from the start, until the turn ends.
 
         A retried turn (its worker died) starts a new ``{"kind": "attempt"}`` marker: text of an
-        earlier attempt was never part of the answer.
+        earlier attempt was never part of the answer. The last event always says how the turn
+        ended: ``turn_finished`` (with the outcome), ``turn_failed`` (with ``error``: its type
+        and message) or ``turn_cancelled``.
         """
         stream = self._client.read_stream_async(turn.workflow_id, EVENTS_STREAM, polling_interval_sec=polling_interval)
+        last = ""
         async for value in stream:
+            last = str(value.get("kind", "")) if isinstance(value, dict) else ""
             yield value
+        if last not in _FINAL_EVENTS:  # cancelled, or ended where it could not write its last event
+            final = await self._final_event(turn)
+            if final is not None:
+                yield final
+
+    async def _final_event(self, turn: TurnHandle) -> dict[str, Any] | None:
+        status = await self.status(turn)
+        if status == "CANCELLED":
+            return {"kind": "turn_cancelled"}
+        if status not in ("SUCCESS", "ERROR"):
+            return None
+        try:
+            return {"kind": "turn_finished", **(await self.result(turn)).to_dict()}
+        except Exception as exc:
+            return {"kind": "turn_failed", "error": _error_to_dict(exc)}
 
     async def status(self, turn: TurnHandle) -> str:
         """The DBOS status of the turn (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
