@@ -30,10 +30,16 @@ class Workers:
     kills: int = 0
 
     def start(
-        self, executor: str, *, recover: tuple[str, ...] = (), env: dict[str, str] | None = None, sweep: float = 0
+        self,
+        executor: str,
+        *,
+        recover: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        sweep: float = 0,
+        options: tuple[str, ...] = (),
     ) -> None:
         args = [sys.executable, "-m", "tests.durable.worker", "--db", self.db, "--store", self.store]
-        args += ["--executor", executor, "--effects", str(self.effects), "--sweep", str(sweep)]
+        args += ["--executor", executor, "--effects", str(self.effects), "--sweep", str(sweep), *options]
         for dead in recover:
             args += ["--recover", dead]
         ready = self.lines("ready")

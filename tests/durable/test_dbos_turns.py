@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 
 import pytest
 
 from tests.durable.conftest import Workers
-from tooloop import ConfigurationError, ProviderConnectionError, ToolCallMessage, UserMessage
+from tooloop import ConfigurationError, ProviderConnectionError, ToolCallMessage, ToolCallStatus, UserMessage
 from tooloop.durable.dbos import DurableAgents, DurableClient
 from tooloop.store import open_store
 
@@ -141,26 +142,33 @@ async def test_a_poison_turn_raises_the_error_that_ended_it_and_its_stream_says_
 
 
 @pytest.mark.timeout(240)
-async def test_a_turn_resumed_right_after_its_cancel_never_runs_a_call_twice(sqlite_workers: Workers) -> None:
-    sqlite_workers.start("w1")
-    client = DurableClient(sqlite_workers.db)
+async def test_a_turn_resumed_right_after_its_cancel_never_runs_a_call_twice(pg_workers: Workers) -> None:
+    slow = ("--tool-min", "1.0", "--tool-max", "1.5")  # a cancel cuts calls that are running
+    pg_workers.start("w1", options=slow)
+    pg_workers.start("w2", options=slow)
+    client = DurableClient(pg_workers.db)
+    rng = random.Random(3)
     try:
-        for i in range(4):
+        for i in range(6):
             turn = await client.submit("chaos", f"s{i}", f"c{i}", turn_id="t")
             prefix = f"c{i}-"
-            sqlite_workers.wait(
-                lambda p=prefix: any(r[3].startswith(p) for r in sqlite_workers.lines("tool-start")), 60, "a tool"
+            pg_workers.wait(
+                lambda p=prefix: any(r[3].startswith(p) for r in pg_workers.lines("tool-start")), 60, "a tool"
             )
             await client.cancel(turn)
-            await client.resume(turn)  # at once: the cancelled attempt may not have written its last record
+            # at once, or while the cancelled attempt is still writing what it cut
+            await asyncio.sleep(rng.uniform(0.0, 1.5))
+            await client.resume(turn)
             outcome = await client.result(turn)
             assert outcome.text == f"done c{i}"
     finally:
         client.close()
-    starts = Counter(r[3] for r in sqlite_workers.lines("tool-start"))
-    assert max(starts.values()) == 1, starts  # no call the cancel cut (or finished) ran again
-    async with open_store(sqlite_workers.store) as store:
-        for i in range(4):
+    starts = Counter(r[3] for r in pg_workers.lines("tool-start"))
+    assert max(starts.values()) == 1, starts  # no call the cancel cut (or that finished) ran again
+    async with open_store(pg_workers.store) as store:
+        for i in range(6):
             stored = await store.load(f"s{i}")
             assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage(f"c{i}", "t")]
-            assert len(stored.tool_invocations) == 4 and stored[-1].text == f"done c{i}"  # type: ignore[union-attr]
+            calls = stored.tool_invocations
+            assert len(calls) == 4 and stored[-1].text == f"done c{i}"  # type: ignore[union-attr]
+            assert {c.status for c in calls} <= {ToolCallStatus.OK, ToolCallStatus.CANCELLED}
