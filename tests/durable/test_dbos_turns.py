@@ -9,7 +9,14 @@ from collections import Counter
 import pytest
 
 from tests.durable.conftest import Workers
-from tooloop import ConfigurationError, ProviderConnectionError, ToolCallMessage, ToolCallStatus, UserMessage
+from tooloop import (
+    ConfigurationError,
+    ProviderConnectionError,
+    StoreUnavailableError,
+    ToolCallMessage,
+    ToolCallStatus,
+    UserMessage,
+)
 from tooloop.durable.dbos import DurableAgents, DurableClient
 from tooloop.store import open_store
 
@@ -172,3 +179,18 @@ async def test_a_turn_resumed_right_after_its_cancel_never_runs_a_call_twice(pg_
             calls = stored.tool_invocations
             assert len(calls) == 4 and stored[-1].text == f"done c{i}"  # type: ignore[union-attr]
             assert {c.status for c in calls} <= {ToolCallStatus.OK, ToolCallStatus.CANCELLED}
+
+
+async def test_an_unreachable_system_database_is_named_with_its_password_masked() -> None:
+    from tests.store.conftest import _free_port
+
+    url = f"postgresql://app:s3cret@127.0.0.1:{_free_port()}/app"
+    with pytest.raises(StoreUnavailableError) as launching:
+        await DurableAgents().launch(system_database_url=url, executor_id="w1", application_version="v1")
+    with pytest.raises(StoreUnavailableError) as connecting:
+        DurableClient(url)
+    for caught in (launching, connecting):
+        message = str(caught.value)
+        assert "DBOS system database at postgresql://app:***@127.0.0.1:" in message, message
+        assert "Connection refused" in message and "s3cret" not in message
+        assert caught.value.retryable

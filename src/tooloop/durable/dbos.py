@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +30,17 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 from dbos._error import DBOSMaxStepRetriesExceeded, DBOSWorkflowCancelledError
 
 from ..agent import Agent
-from ..errors import ConfigurationError, ConflictError, ProviderError, StoreError, ToolloopError
+from ..errors import (
+    ConfigurationError,
+    ConflictError,
+    ProviderError,
+    StoreError,
+    StoreUnavailableError,
+    ToolloopError,
+)
 from ..events import Event, TextDelta, ThinkingDelta
 from ..loop.result import ApprovalDecision
+from ..store._common import masked_url
 from ..store.journal import SessionLease
 from ._wire import TurnOutcome, event_to_dict, turn_workflow_id
 
@@ -232,8 +240,13 @@ class DurableAgents:
             **(config or {}),
         }
         dbos_config: DBOSConfig = settings  # type: ignore[assignment]
-        DBOS(config=dbos_config)
-        DBOS.launch()
+        try:
+            with _system_database(system_database_url, "launching the worker"):
+                DBOS(config=dbos_config)
+                DBOS.launch()
+        except BaseException:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            raise
         self._executor_id, self._database = executor_id, system_database_url
         await DBOS.register_queue_async(
             self.queue,
@@ -372,6 +385,21 @@ class _Heartbeats:
             self._engine.dispose()
 
 
+@contextlib.contextmanager
+def _system_database(url: str, what: str) -> Iterator[None]:
+    """A DBOS system database that cannot be reached is a clear error naming it (password masked)."""
+    import sqlalchemy.exc
+
+    try:
+        yield
+    except sqlalchemy.exc.OperationalError as exc:
+        reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
+        where = masked_url(url)
+        raise StoreUnavailableError(
+            f"the DBOS system database at {where} is unreachable ({what}): {reason.replace(url, where)}"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class TurnHandle:
     """One submitted turn: its workflow id, session and turn id."""
@@ -386,7 +414,9 @@ class DurableClient:
 
     def __init__(self, system_database_url: str, *, app: str = "tooloop", queue: str = "tooloop-turns"):
         self.queue = queue
-        self._client = DBOSClient(system_database_url=system_database_url, application_name=app)
+        self._url = system_database_url
+        with _system_database(system_database_url, "connecting the client"):
+            self._client = DBOSClient(system_database_url=system_database_url, application_name=app)
 
     async def submit(
         self,
@@ -413,7 +443,8 @@ class DurableClient:
             "queue_partition_key": session_id,
         }
         decisions = [d.to_dict() for d in approvals]
-        await self._client.enqueue_async(options, agent, session_id, prompt, turn_id, decisions)
+        with _system_database(self._url, f"submitting turn {workflow_id!r}"):
+            await self._client.enqueue_async(options, agent, session_id, prompt, turn_id, decisions)
         return TurnHandle(workflow_id, session_id, turn_id)
 
     async def result(self, turn: TurnHandle, *, polling_interval: float = 0.2) -> TurnOutcome:
@@ -422,9 +453,10 @@ class DurableClient:
         A turn that failed raises the error that ended it (a
         :class:`~tooloop.ProviderError` after the step's retries, say), as its worker raised it.
         """
-        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
         try:
-            return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+            with _system_database(self._url, f"awaiting turn {turn.workflow_id!r}"):
+                handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+                return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
         except DBOSMaxStepRetriesExceeded as exc:
             raise _ended_by(exc) from exc
 
@@ -438,9 +470,10 @@ class DurableClient:
         """
         stream = self._client.read_stream_async(turn.workflow_id, EVENTS_STREAM, polling_interval_sec=polling_interval)
         last = ""
-        async for value in stream:
-            last = str(value.get("kind", "")) if isinstance(value, dict) else ""
-            yield value
+        with _system_database(self._url, f"reading the events of turn {turn.workflow_id!r}"):
+            async for value in stream:
+                last = str(value.get("kind", "")) if isinstance(value, dict) else ""
+                yield value
         if last not in _FINAL_EVENTS:  # cancelled, or ended where it could not write its last event
             final = await self._final_event(turn)
             if final is not None:
@@ -459,17 +492,20 @@ class DurableClient:
 
     async def status(self, turn: TurnHandle) -> str:
         """The DBOS status of the turn (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
-        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
-        status = await handle.get_status()
+        with _system_database(self._url, f"reading the status of turn {turn.workflow_id!r}"):
+            handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+            status = await handle.get_status()
         return str(status.status)
 
     async def cancel(self, turn: TurnHandle) -> None:
         """Stop the turn; the session keeps a valid transcript (a cut call is recorded as cancelled)."""
-        await self._client.cancel_workflow_async(turn.workflow_id)
+        with _system_database(self._url, f"cancelling turn {turn.workflow_id!r}"):
+            await self._client.cancel_workflow_async(turn.workflow_id)
 
     async def resume(self, turn: TurnHandle) -> None:
         """Run a cancelled (or failed) turn again from where its session stands."""
-        await self._client.resume_workflow_async(turn.workflow_id, queue_name=self.queue)
+        with _system_database(self._url, f"resuming turn {turn.workflow_id!r}"):
+            await self._client.resume_workflow_async(turn.workflow_id, queue_name=self.queue)
 
     def close(self) -> None:
         """Release the client's database connections."""
