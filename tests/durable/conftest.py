@@ -122,3 +122,14 @@ def outage_workers(own_postgres: Cluster, tmp_path: Path) -> Iterator[tuple[Work
         yield workers, own_postgres
     finally:
         workers.stop_all()
+
+
+async def outage(cluster: Cluster, seconds: float) -> float:
+    """Stop the server at once, keep it down for ``seconds``, start it; returns how long it was down."""
+    import asyncio
+
+    started = time.monotonic()
+    await asyncio.to_thread(cluster.stop)
+    await asyncio.sleep(seconds)
+    await asyncio.to_thread(cluster.start)
+    return time.monotonic() - started

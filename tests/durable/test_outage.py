@@ -11,19 +11,10 @@ import time
 
 import pytest
 
-from tests.durable.conftest import Workers
+from tests.durable.conftest import Workers, outage
 from tests.durable.test_chaos import check_effects, check_sessions, check_turn_order, submit_all
 from tests.store.conftest import Cluster
 from tooloop.durable.dbos import DurableClient
-
-
-async def outage(cluster: Cluster, seconds: float) -> float:
-    """Stop the server at once, keep it down for ``seconds``, start it; returns how long it was down."""
-    started = time.monotonic()
-    await asyncio.to_thread(cluster.stop)
-    await asyncio.sleep(seconds)
-    await asyncio.to_thread(cluster.start)
-    return time.monotonic() - started
 
 
 @pytest.mark.timeout(300)
