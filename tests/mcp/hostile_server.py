@@ -7,7 +7,8 @@ streamable HTTP on ``127.0.0.1:PORT/mcp``.
 Tools: ``a.b`` and ``a_b`` (two names one sanitiser could merge), ``delete_all``, ``big_text``
 (``size`` characters), ``image_and_resource`` (an image and a text resource of ``size``
 characters), ``ask_name`` (asks the user for a name by elicitation), ``whoami`` (the HTTP session
-id the call came in), ``set_tools`` (replaces the dynamic tool list and says so). Prompts:
+id the call came in), ``grow`` (adds the tool ``grown`` and says so with
+``notifications/tools/list_changed``). Prompts:
 ``review``. Resources: ``notes://today`` (text), ``notes://logo`` (binary), ``notes://secret``.
 """
 
@@ -17,6 +18,7 @@ import base64
 import os
 import sys
 
+import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
@@ -69,6 +71,18 @@ def whoami(ctx: Context) -> str:
     request = ctx.request_context.request
     session = request.headers.get("mcp-session-id") if request is not None else None
     return f"session {session} pid {os.getpid()}"
+
+
+def grown() -> str:
+    return "the grown tool ran"
+
+
+@server.tool(description="Add the tool 'grown' and say so")
+async def grow(ctx: Context) -> str:
+    server.add_tool(grown, name="grown", description="A tool added at run time")
+    await ctx.session.send_tool_list_changed()
+    await anyio.sleep(0.5)  # over HTTP the notice takes another stream than the answer: let it arrive first
+    return "added the tool 'grown'"
 
 
 @server.prompt(description="Ask for a code review")

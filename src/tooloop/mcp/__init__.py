@@ -12,6 +12,17 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
     raise ConfigurationError(f'{exc}. MCP servers need the extra: pip install "tooloop[mcp]"') from exc
 
+from ._catalog import MCPPrompt, MCPPromptArgument, PromptMessage
+from ._elicitation import Elicitation, ElicitationAnswer, ElicitationHandler
 from .server import ApprovalPolicy, MCPServer
 
-__all__ = ["ApprovalPolicy", "MCPServer"]
+__all__ = [
+    "ApprovalPolicy",
+    "Elicitation",
+    "ElicitationAnswer",
+    "ElicitationHandler",
+    "MCPPrompt",
+    "MCPPromptArgument",
+    "MCPServer",
+    "PromptMessage",
+]

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.client._transport import TransportStreams
@@ -25,8 +26,10 @@ from ._stdio import MAX_MESSAGE_SIZE, StdioProcess, StdioSpec, stdio_transport
 __all__ = ["Connection", "HttpSpec", "SamplingHandler"]
 
 SamplingHandler = Callable[[types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]]
+ElicitationCallback = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
 _Streams = TransportStreams
+_SESSION_HEADER = "mcp-session-id"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,14 +44,23 @@ class HttpSpec:
 class Connection:
     """A started server: its session, process (for stdio) and whether its tool list changed."""
 
-    def __init__(self, name: str, spec: StdioSpec | HttpSpec, sampling: SamplingHandler | None):
+    def __init__(
+        self,
+        name: str,
+        spec: StdioSpec | HttpSpec,
+        sampling: SamplingHandler | None,
+        elicitation: ElicitationCallback | None = None,
+    ):
         self.name = name
         self.spec = spec
         self.loop = asyncio.get_running_loop()
         self.process: StdioProcess | None = None
         self.tools_changed = False
         self.broken = False
+        self.session_ended = False
+        """The server answered 404 to a request carrying our session id: the session is gone."""
         self._sampling = sampling
+        self._elicitation = elicitation
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[None] = self.loop.create_future()
         self._closing = asyncio.Event()
@@ -122,6 +134,7 @@ class Connection:
                         write,
                         message_handler=self._on_message,
                         sampling_callback=self._on_sampling if self._sampling is not None else None,
+                        elicitation_callback=self._on_elicitation if self._elicitation is not None else None,
                         client_info=types.Implementation(name="tooloop", version=_version()),
                     )
                 )
@@ -150,7 +163,7 @@ class Connection:
     def _transport(self) -> AbstractAsyncContextManager[_Streams]:
         if isinstance(self.spec, StdioSpec):
             return self._stdio(self.spec)
-        return _http(self.spec)
+        return _http(self.spec, self._on_response)
 
     @asynccontextmanager
     async def _stdio(self, spec: StdioSpec) -> AsyncIterator[_Streams]:
@@ -158,9 +171,19 @@ class Connection:
             self.process = process
             yield read, write
 
+    async def _on_response(self, response: Any) -> None:
+        if response.status_code == 404 and _SESSION_HEADER in response.request.headers:
+            self.session_ended = True
+
     async def _on_message(self, message: types.ServerNotification | Exception) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed = True
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert self._elicitation is not None
+        return await self._elicitation(params)
 
     async def _on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
@@ -173,12 +196,14 @@ class Connection:
 
 
 @asynccontextmanager
-async def _http(spec: HttpSpec) -> AsyncIterator[_Streams]:
+async def _http(spec: HttpSpec, on_response: Callable[[Any], Awaitable[None]]) -> AsyncIterator[_Streams]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    client = create_mcp_http_client(headers=dict(spec.headers or {}))
+    client.event_hooks["response"].append(on_response)
     async with (
-        create_mcp_http_client(headers=dict(spec.headers or {})) as client,
+        client,
         streamable_http_client(spec.url, http_client=client, max_sse_event_size=spec.max_message_size) as streams,
     ):
         yield streams[0], streams[1]

@@ -8,8 +8,8 @@ import functools
 import hashlib
 import re
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from mcp.shared.exceptions import MCPError
@@ -18,9 +18,20 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp import types
 
 from ..errors import ConfigurationError, ToolError, ToolSourceError
-from ..messages import ToolOutput
+from ..messages import EmbeddedResource, ResourceLink, ToolOutput
 from ..tools.tool import Tool, ToolContext
+from ._catalog import (
+    Filters,
+    MCPPrompt,
+    PromptMessage,
+    paginate,
+    to_link,
+    to_prompt,
+    to_prompt_message,
+    to_resource,
+)
 from ._connection import Connection, HttpSpec, SamplingHandler
+from ._elicitation import ElicitationHandler, answer_with
 from ._results import to_output
 from ._stdio import MAX_MESSAGE_SIZE, StdioSpec
 
@@ -29,6 +40,7 @@ __all__ = ["ApprovalPolicy", "MCPServer"]
 ApprovalPolicy = Literal["never", "always", "destructive"]
 """Which of a server's tools need approval: none, all, or those that may change things."""
 
+_T = TypeVar("_T")
 _CONTEXT = "_tooloop_context"
 _CLOSED = "Connection closed"  # the SDK's message when the transport ended under a request
 _NAME_LIMIT = 64  # the strictest provider (OpenAI) takes 64 characters of [A-Za-z0-9_-]
@@ -46,12 +58,18 @@ class MCPServer:
 
     * ``prefix``: put before every tool name (``prefix="time_"`` offers ``time_get_current_time``);
       names are made to fit every provider's rules (``[A-Za-z0-9_-]``, at most 64 characters).
-    * ``include`` / ``exclude``: offer only these tools, or all but these (the server's names).
+    * ``include`` / ``exclude``: offer only these tools, or all but these (the server's names);
+      or a mapping by component: ``exclude={"tools": ["delete_all"], "prompts": ["debug"],
+      "resources": ["notes://secret"]}`` (resources by URI or name). A name the server does not
+      list is a :class:`ConfigurationError`.
     * ``timeout``: seconds one call may take; past it the call is cancelled on the server.
     * ``approve``: ``"never"`` (the default, like plain functions), ``"always"``, or
       ``"destructive"``: a call needs approval unless the tool is read-only or non-destructive
       by its annotations, and annotations count only with ``trust_annotations=True``.
     * ``sampling``: a model (or model string) that answers the server's sampling requests.
+    * ``elicitation``: answers the server's questions to the user (MCP elicitation): a function
+      taking an :class:`Elicitation` and returning an :class:`ElicitationAnswer` (or awaitable).
+      Without it the server is told the client cannot ask the user.
     * ``max_message_size``: the largest message in bytes read from the server (32 MiB); a
       larger answer fails its call with a :class:`ToolError`.
     """
@@ -62,14 +80,15 @@ class MCPServer:
         *,
         name: str,
         prefix: str | None = None,
-        include: Iterable[str] | None = None,
-        exclude: Iterable[str] = (),
+        include: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
+        exclude: Iterable[str] | Mapping[str, Iterable[str]] = (),
         timeout: float | None = None,
         trust_annotations: bool = False,
         approve: ApprovalPolicy = "never",
         start_timeout: float = 60.0,
         sampling: Any = None,
         max_message_size: int = MAX_MESSAGE_SIZE,
+        elicitation: ElicitationHandler | None = None,
     ):
         if approve not in ("never", "always", "destructive"):
             raise ConfigurationError(f"approve= must be 'never', 'always' or 'destructive', got {approve!r}")
@@ -82,13 +101,13 @@ class MCPServer:
         self._spec = dataclasses.replace(spec, max_message_size=max_message_size)
         self._name = name
         self.prefix = prefix or ""
-        self.include = frozenset(include) if include is not None else None
-        self.exclude = frozenset(exclude)
+        self.filters = Filters.of(name, include, exclude)
         self.timeout = timeout
         self.trust_annotations = trust_annotations
         self.approve: ApprovalPolicy = approve
         self.start_timeout = start_timeout
         self._sampling = _sampler(sampling) if sampling is not None else None
+        self._elicitation = answer_with(name, elicitation) if elicitation is not None else None
         self._connection: Connection | None = None
         self._tools: tuple[Tool, ...] | None = None
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -127,6 +146,16 @@ class MCPServer:
     def name(self) -> str:
         """The server's name (in tool errors and messages)."""
         return self._name
+
+    @property
+    def include(self) -> frozenset[str] | None:
+        """The only tools offered (None: all)."""
+        return self.filters.include["tools"]
+
+    @property
+    def exclude(self) -> frozenset[str]:
+        """The tools never offered."""
+        return self.filters.exclude["tools"]
 
     @property
     def pid(self) -> int | None:
@@ -174,7 +203,7 @@ class MCPServer:
                 return connection
             if connection is not None and connection.loop is asyncio.get_running_loop():
                 await connection.close()  # it died: reap it before starting again
-            connection = Connection(self._name, self._spec, self._sampling)
+            connection = Connection(self._name, self._spec, self._sampling, self._elicitation)
             self._connection, self._tools = None, None
             await connection.open(self.start_timeout)
             self._connection = connection
@@ -188,29 +217,38 @@ class MCPServer:
         tools = self._tools
         if tools is None or connection.tools_changed:
             connection.tools_changed = False
-            listed = await self._list_all(connection)
+            try:
+                connection, listed = await self._request(_list_all)
+            except MCPError as exc:
+                raise ToolSourceError(
+                    f"{connection.describe()} failed to list its tools: {exc.error.message}"
+                ) from None
             tools = self._tools = self._wrap(listed, connection)
         return tools
 
-    async def _list_all(self, connection: Connection) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            try:
-                page = await connection.session.list_tools(params=params)
-            except MCPError as exc:
-                raise ToolSourceError(f"{connection.describe()} failed to list its tools: {exc.error.message}") from exc
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
+    async def _request(self, action: Callable[[Connection], Awaitable[_T]]) -> tuple[Connection, _T]:
+        """``action`` on the live session, and the connection it ran on. A server that ended our
+        session (HTTP 404 to a request carrying its ``Mcp-Session-Id``: expired, or the server
+        restarted) did not run the request: as the MCP specification asks, a new session is
+        opened (one for all the requests that found the old one gone) and the request sent once more."""
+        connection = await self._connect()
+        try:
+            return connection, await action(connection)
+        except MCPError:
+            if not connection.session_ended:
+                raise
+        connection.broken = True
+        renewed = await self._connect()
+        try:
+            return renewed, await action(renewed)
+        except MCPError:
+            if renewed.session_ended:
+                raise ToolSourceError(f"{renewed.describe()} ended a new session at once; giving up") from None
+            raise
 
     def _wrap(self, listed: Sequence[types.Tool], connection: Connection) -> tuple[Tool, ...]:
-        known = {t.name for t in listed}
-        _check_filter(connection, "include", self.include, known)
-        _check_filter(connection, "exclude", self.exclude, known)
-        wanted = [t for t in listed if t.name not in self.exclude and (self.include is None or t.name in self.include)]
+        self.filters.check(self._name, "tools", {t.name for t in listed})
+        wanted = [t for t in listed if self.filters.wants("tools", t.name)]
         names = _provider_names([self.prefix + spec.name for spec in wanted])
         return tuple(self._tool(spec, name) for spec, name in zip(wanted, names, strict=True))
 
@@ -233,20 +271,88 @@ class MCPServer:
         # the spec's defaults: not read-only, destructive
         return not (annotations.read_only_hint is True or annotations.destructive_hint is False)
 
+    # ------------------------------------------------------------------ prompts and resources
+
+    async def prompts(self) -> tuple[MCPPrompt, ...]:
+        """The prompt templates the server offers (filtered by ``include`` / ``exclude``)."""
+
+        async def listing(connection: Connection) -> list[types.Prompt]:
+            async def page(params: types.PaginatedRequestParams | None) -> tuple[list[types.Prompt], str | None]:
+                listed = await connection.session.list_prompts(params=params)
+                return listed.prompts, listed.next_cursor
+
+            return await paginate(page)
+
+        listed = await self._ask("list its prompts", listing)
+        self.filters.check(self._name, "prompts", {p.name for p in listed})
+        return tuple(to_prompt(p) for p in listed if self.filters.wants("prompts", p.name))
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> tuple[PromptMessage, ...]:
+        """The messages of the prompt ``name`` filled with ``arguments``; ``messages[0].text`` can
+        be a run's prompt. A prompt that is not offered is a :class:`ConfigurationError`."""
+        if not self.filters.wants("prompts", name):
+            raise ConfigurationError(f"prompt {name!r} of MCP server {self._name!r} is excluded")
+
+        async def get(connection: Connection) -> types.GetPromptResult:
+            return await connection.session.get_prompt(name, dict(arguments) if arguments else None)
+
+        result = await self._ask(f"fill its prompt {name!r}", get)
+        return tuple(to_prompt_message(m) for m in result.messages)
+
+    async def resources(self) -> tuple[ResourceLink, ...]:
+        """The resources the server offers, as links (filtered by ``include`` / ``exclude``)."""
+
+        async def listing(connection: Connection) -> list[types.Resource]:
+            async def page(params: types.PaginatedRequestParams | None) -> tuple[list[types.Resource], str | None]:
+                listed = await connection.session.list_resources(params=params)
+                return listed.resources, listed.next_cursor
+
+            return await paginate(page)
+
+        listed = await self._ask("list its resources", listing)
+        self.filters.check(self._name, "resources", {str(r.uri) for r in listed} | {r.name for r in listed})
+        return tuple(to_link(r) for r in listed if self.filters.wants("resources", str(r.uri), r.name))
+
+    async def read_resource(self, uri: str) -> tuple[EmbeddedResource, ...]:
+        """The contents of the resource at ``uri`` as content parts (a tool can return them in a
+        :class:`ToolOutput`). With ``include`` / ``exclude`` for resources, only a listed resource
+        that is offered can be read; another is a :class:`ConfigurationError`."""
+        filtered = self.filters.include["resources"] is not None or self.filters.exclude["resources"]
+        if filtered and uri not in {link.uri for link in await self.resources()}:
+            raise ConfigurationError(f"resource {uri!r} of MCP server {self._name!r} is not offered (include/exclude)")
+
+        async def read(connection: Connection) -> types.ReadResourceResult:
+            return await connection.session.read_resource(uri)
+
+        result = await self._ask(f"read {uri!r}", read)
+        return tuple(to_resource(c) for c in result.contents)
+
+    async def _ask(self, what: str, action: Callable[[Connection], Awaitable[_T]]) -> _T:
+        try:
+            _, answer = await self._request(action)
+        except MCPError as exc:
+            raise ToolSourceError(f"MCP server {self._name!r} failed to {what}: {exc.error.message}") from None
+        return answer
+
     # ------------------------------------------------------------------ calls
 
     async def _call(self, tool_name: str, **arguments: Any) -> ToolOutput:
         context: ToolContext = arguments.pop(_CONTEXT)
-        connection = await self._connect()
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             context.report_progress(progress, total, message)
 
+        async def call(connection: Connection) -> types.CallToolResult:
+            try:
+                return await connection.session.call_tool(tool_name, arguments, progress_callback=on_progress)
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED and exc.error.message == _CLOSED:
+                    raise self._stopped(connection) from None
+                raise
+
         try:
-            result = await connection.session.call_tool(tool_name, arguments, progress_callback=on_progress)
+            _, result = await self._request(call)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED and exc.error.message == _CLOSED:
-                raise self._stopped(connection) from None
             raise ToolError(f"{exc.error.message} (MCP error {exc.code})") from None
         except RuntimeError as exc:  # the SDK checks structured content against the output schema
             raise ToolError(str(exc).split("\n\n", 1)[0]) from None
@@ -284,14 +390,12 @@ def _host(url: str) -> str:
         return "mcp"
 
 
-def _check_filter(connection: Connection, option: str, names: frozenset[str] | None, known: set[str]) -> None:
-    """A name in ``include``/``exclude`` that is no tool of the server is a mistake: say which."""
-    unknown = sorted(names - known) if names else []
-    if unknown:
-        raise ConfigurationError(
-            f"{option}= of MCP server {connection.name!r} names {', '.join(map(repr, unknown))}, which is not one of "
-            f"its tools (its tools: {', '.join(sorted(known)) or 'none'}); check the spelling"
-        )
+async def _list_all(connection: Connection) -> list[types.Tool]:
+    async def page(params: types.PaginatedRequestParams | None) -> tuple[list[types.Tool], str | None]:
+        listed = await connection.session.list_tools(params=params)
+        return listed.tools, listed.next_cursor
+
+    return await paginate(page)
 
 
 def _provider_names(raw_names: Sequence[str]) -> list[str]:
