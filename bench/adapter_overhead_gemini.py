@@ -119,8 +119,8 @@ async def _measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) 
 async def main(turns: int, rounds: int) -> None:
     from _floor_http import FloorClient
 
-    from tooloop.models._adapter import DEFAULT_TIMEOUT
-    from tooloop.models._gemini_sdk import arguments, client_factory
+    from tooloop.models.adapter import DEFAULT_TIMEOUT
+    from tooloop.models.gemini.sdk import arguments, client_factory
     from tooloop.models.gemini import GeminiModel
 
     ctx = multiprocessing.get_context("spawn")

@@ -86,11 +86,22 @@ from .messages import (
     UserMessage,
 )
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
-from .models.registry import ModelConfig, get_model, register_model_config, register_provider
+from .models.registry import (
+    ModelConfig,
+    get_model,
+    register_model_config,
+    register_model_config_source,
+    register_provider,
+)
 from .store import SessionInfo, Store, open_store
 from .tools.source import ToolSource
 from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
+
+# The subsystems above the core plug into the model registry here, by import path (each imported
+# on first use): the scripted "test:..." models, and "@name" looking in tooloop.toml's [models].
+register_provider("test", "tooloop.testing:create_test_model")
+register_model_config_source("tooloop.config:model_config_from_file")
 
 
 def load_agent(name: str, *, path: str | os.PathLike[str] | None = None) -> Agent:

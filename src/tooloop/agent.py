@@ -25,12 +25,12 @@ from .loop.run import Run
 from .loop.shaping import ContextShaper
 from .loop.syncstream import SyncEventStream
 from .messages import Message, StopReason, Usage
-from .models._per_loop import close_loop_clients
 from .models.base import Model, ModelSettings
 from .store.base import Store
 from .store.journal import SessionBinding, SessionLease, default_store_url
 from .tools.source import ToolSource
 from .tools.tool import Tool
+from .transport.perloop import close_loop_clients
 
 __all__ = ["Agent"]
 

@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.support.rollout_server import RolloutServer, serve_in_thread
-from tooloop.models._per_loop import close_loop_clients
+from tooloop.transport.perloop import close_loop_clients
 
 
 @pytest.fixture

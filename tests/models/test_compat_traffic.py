@@ -162,7 +162,7 @@ def test_a_third_party_server_sets_its_quirks_as_provider_defaults(
         max_tokens_field="max_completion_tokens",
     )
     model = make_model("my-gateway:m1")
-    assert (model._reasoning_field, model._id_limit, model._max_tokens_field) == (
+    assert (model._request._reasoning_field, model._request._id_limit, model._request._max_tokens_field) == (
         "reasoning_content",
         16,
         "max_completion_tokens",

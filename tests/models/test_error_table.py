@@ -27,7 +27,7 @@ from tooloop.errors import (
 )
 from tooloop.messages import UserMessage
 from tooloop.models import Model, ModelRequest, get_model
-from tooloop.models._errors import error_class
+from tooloop.models.error_table import error_class
 
 REQUEST = ModelRequest([UserMessage("hi")])
 GROQ_FAILURE = {

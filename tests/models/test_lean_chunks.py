@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tooloop.models._lean_http import TransportError, _Chunks
+from tooloop.transport.http import TransportError, _Chunks
 
 
 def encode(pieces: list[bytes], *, extension: bytes = b"", trailers: bytes = b"") -> bytes:

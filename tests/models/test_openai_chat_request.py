@@ -22,7 +22,8 @@ from tooloop.messages import (
     frozen_mapping,
 )
 from tooloop.models import ModelRequest, ModelSettings, OutputSchema, ToolDefinition, get_model
-from tooloop.models.openai_chat import OpenAIChatModel, _encode_arguments
+from tooloop.models.openai_chat import OpenAIChatModel
+from tooloop.models.openai_chat.request import encode_arguments
 
 Make = Callable[..., OpenAIChatModel]
 WEATHER = ToolDefinition(
@@ -307,4 +308,4 @@ async def test_broken_arguments_go_back_verbatim_only_to_openai(
 )
 def test_arguments_go_back_exactly_as_json_dumps_writes_them(arguments: dict[str, Any]) -> None:
     frozen = frozen_mapping(arguments)
-    assert _encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)
+    assert encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)

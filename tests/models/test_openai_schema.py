@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tooloop import tool
-from tooloop.models._openai_schema import strict_schema
+from tooloop.models.openai_chat.schema import strict_schema
 
 
 class Size(Enum):

@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from tooloop.models._lean_http import SSEDecoder, sse_events
-from tooloop.models._lean_openai import LeanChunks, LeanStreamError
-from tooloop.models._openai_chunks import ChunkShapeError
+from tooloop.transport.sse import SSEDecoder, sse_events
+from tooloop.models.openai_chat.stream import SSEChunks
+from tooloop.transport.client import StreamError
+from tooloop.models.openai_chat.chunks import ChunkShapeError
 
 BODIES = {
     "openai": (
@@ -109,7 +110,7 @@ def test_joined_takes_only_complete_one_line_data_events() -> None:
 
 
 class _Body:
-    """A response body handed out in the given pieces (what LeanChunks reads from the transport)."""
+    """A response body handed out in the given pieces (what SSEChunks reads from the transport)."""
 
     def __init__(self, pieces: list[bytes]) -> None:
         self.plain_length = sum(map(len, pieces))
@@ -125,10 +126,10 @@ class _Body:
 
 async def _read(
     body: bytes, cuts: tuple[int, ...], typed: bool
-) -> tuple[list[object], BaseException | None, LeanChunks]:
-    """What LeanChunks hands out for ``body`` in these pieces: chunk records (``read``), or JSON
+) -> tuple[list[object], BaseException | None, SSEChunks]:
+    """What SSEChunks hands out for ``body`` in these pieces: chunk records (``read``), or JSON
     values (iteration), as plain values to compare; then the failure, if any."""
-    chunks = LeanChunks(_Body(_split(body, cuts)))  # type: ignore[arg-type]
+    chunks = SSEChunks(_Body(_split(body, cuts)))  # type: ignore[arg-type]
     taken: list[object] = []
     try:
         if typed:
@@ -177,7 +178,7 @@ async def test_an_error_event_raises_after_the_events_before_it_whatever_the_pie
     for cuts in _cuts(body):
         taken, failure, _ = await _read(body, cuts, typed)
         assert taken == _as_read(typed, {"model": "a"}), cuts
-        assert isinstance(failure, LeanStreamError) and failure.message == "overloaded", cuts
+        assert isinstance(failure, StreamError) and failure.message == "overloaded", cuts
 
 
 @both

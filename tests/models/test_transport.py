@@ -244,7 +244,7 @@ async def test_a_stalled_server_fails_as_a_retryable_timeout(wire: WireServer, n
 
 
 def test_the_default_idle_timeout_is_bounded() -> None:
-    from tooloop.models._adapter import DEFAULT_TIMEOUT
+    from tooloop.models.adapter import DEFAULT_TIMEOUT
 
     model = get_model("ollama:qwen3")
     assert model._idle_timeout == DEFAULT_TIMEOUT <= 300  # type: ignore[attr-defined]
@@ -319,7 +319,7 @@ async def test_an_explicit_key_beats_the_variable(wire: WireServer, monkeypatch:
 def test_deepseek_is_a_named_provider() -> None:
     model = get_model("deepseek:deepseek-v4-flash", api_key=KEY)
     assert model.base_url == "https://api.deepseek.com"  # type: ignore[attr-defined]
-    assert model._reasoning_field == "reasoning_content"  # type: ignore[attr-defined]
+    assert model._request._reasoning_field == "reasoning_content"  # type: ignore[attr-defined]
 
 
 async def test_gemini_gets_an_idle_timeout_but_a_generous_server_deadline(wire: WireServer) -> None:

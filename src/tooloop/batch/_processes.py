@@ -103,7 +103,7 @@ def _worker_main(
 async def _worker_loop(
     agent: Any, items: list[BatchItem], path: Path, concurrency: int, reports: Any, parent: int
 ) -> float:
-    from ..models._per_loop import close_loop_clients
+    from ..transport.perloop import close_loop_clients
 
     monitor = LagMonitor()
     monitor.start()

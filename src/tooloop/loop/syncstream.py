@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from ..events import Event, TextDelta
-from ..models._per_loop import close_loop_clients
+from ..transport.perloop import close_loop_clients
 from .frontdoors import EventStream
 from .result import RunResult
 from .run import Run

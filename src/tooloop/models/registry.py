@@ -2,7 +2,9 @@
 
 Built-in providers register here through the same :func:`register_provider` third parties use.
 A provider's module is imported only when a model of that provider is created, so
-``import tooloop`` never loads a provider SDK.
+``import tooloop`` never loads a provider SDK. Subsystems above the models (the scripted test
+models, ``tooloop.toml``'s ``[models]``) plug in through the same hooks: :func:`register_provider`
+and :func:`register_model_config_source`, called by the package when it is imported.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "get_model",
     "model_config",
     "register_model_config",
+    "register_model_config_source",
     "register_provider",
     "registered_model_configs",
 ]
@@ -36,26 +39,26 @@ ProviderFactory = Callable[..., Model]
 class _Provider:
     target: str | ProviderFactory
     defaults: dict[str, Any] = field(default_factory=dict)
+    extra: str = "all"
+    """The ``tooloop[...]`` extra that installs what the factory's module needs."""
 
     def factory(self) -> ProviderFactory:
         if callable(self.target):
             return self.target
-        module_name, _, attr = self.target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:  # the SDK extra is missing
-            raise ConfigurationError(
-                f'{exc}. Install the provider\'s extra, e.g. pip install "tooloop[{_extra_for(module_name)}]"'
-            ) from exc
-        factory: ProviderFactory = getattr(module, attr)
+        factory: ProviderFactory = _load(
+            self.target, f'Install the provider\'s extra: pip install "tooloop[{self.extra}]"'
+        )
         return factory
 
 
-def _extra_for(module_name: str) -> str:
-    for key, extra in (("anthropic", "anthropic"), ("gemini", "google"), ("openai", "openai")):
-        if key in module_name:
-            return extra
-    return "all"
+def _load(target: str, hint: str) -> Any:
+    """The object an import path ``"package.module:name"`` names; ``hint`` says what to do when it is missing."""
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:  # the SDK extra is missing
+        raise ConfigurationError(f"{exc}. {hint}") from exc
+    return getattr(module, attr)
 
 
 _OPENAI_CHAT = "tooloop.models.openai_chat:create"
@@ -70,11 +73,14 @@ _PROVIDERS: dict[str, _Provider] = {
             "raw_invalid_arguments": True,
             "tool_id_max_length": 40,
         },
+        "openai",
     ),
-    "openai-responses": _Provider("tooloop.models.openai_responses:create", {"base_url_env": "OPENAI_BASE_URL"}),
-    "anthropic": _Provider("tooloop.models.anthropic:create", {"base_url_env": "ANTHROPIC_BASE_URL"}),
-    "google": _Provider("tooloop.models.gemini:create"),
-    "gemini": _Provider("tooloop.models.gemini:create"),
+    "openai-responses": _Provider(
+        "tooloop.models.openai_responses:create", {"base_url_env": "OPENAI_BASE_URL"}, "openai"
+    ),
+    "anthropic": _Provider("tooloop.models.anthropic:create", {"base_url_env": "ANTHROPIC_BASE_URL"}, "anthropic"),
+    "google": _Provider("tooloop.models.gemini:create", extra="google"),
+    "gemini": _Provider("tooloop.models.gemini:create", extra="google"),
     "openai-compatible": _Provider(_OPENAI_CHAT, {"requires_base_url": True, **_LOCAL}),
     "ollama": _Provider(
         _OPENAI_CHAT,
@@ -113,7 +119,6 @@ _PROVIDERS: dict[str, _Provider] = {
             "reasoning_field": "reasoning_content",
         },
     ),
-    "test": _Provider("tooloop.testing:create_test_model"),
 }
 """Built-in providers. Defaults are the factory's options; three are the registry's own:
 ``base_url`` (the provider's default URL), ``base_url_env`` (a variable holding a whole base URL,
@@ -187,9 +192,20 @@ class ModelConfig:
 
 
 _CONFIGS: dict[str, ModelConfig] = {}
-_FILE_LOOKUP = "tooloop.config:model_config_from_file"
-"""Where ``"@name"`` looks when no configuration was registered under the name: ``[models]`` of
-``tooloop.toml`` (imported only then, like the providers)."""
+ModelConfigSource = Callable[[str], "ModelConfig | None"]
+"""``source(name)``: the configuration called ``name``, or None when the source has none."""
+_SOURCES: list[str | ModelConfigSource] = []
+"""Where ``"@name"`` looks when no configuration was registered under the name, in order."""
+
+
+def register_model_config_source(source: str | ModelConfigSource) -> None:
+    """Make ``"@name"`` also look in ``source`` when no configuration is registered under the name.
+
+    ``source`` is a callable or an import path ``"package.module:function"`` imported on first use
+    (``tooloop.toml``'s ``[models]`` table is one, registered when the package is imported).
+    """
+    if source not in _SOURCES:
+        _SOURCES.append(source)
 
 
 def register_model_config(config: ModelConfig) -> ModelConfig:
@@ -206,9 +222,11 @@ def registered_model_configs() -> tuple[ModelConfig, ...]:
 def model_config(config_id: str) -> ModelConfig:
     """The registered configuration with this id."""
     config = _CONFIGS.get(config_id)
-    if config is None:
-        module_name, _, attr = _FILE_LOOKUP.partition(":")
-        config = getattr(importlib.import_module(module_name), attr)(config_id)
+    for source in _SOURCES if config is None else ():
+        lookup: ModelConfigSource = source if callable(source) else _load(source, "")
+        config = lookup(config_id)
+        if config is not None:
+            break
     if config is None:
         known = ", ".join(sorted(_CONFIGS)) or "none registered"
         raise ArgumentValueError(

@@ -20,9 +20,6 @@ Order of the decision:
 
 from __future__ import annotations
 
-import email.utils
-import math
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,6 +33,7 @@ from ..errors import (
     ProviderTimeoutError,
     RateLimitError,
 )
+from ..transport.retry import retry_after
 from ._secrets import scrub, scrub_body
 
 __all__ = [
@@ -155,47 +153,6 @@ def provider_error(
     if cls is RateLimitError:
         return RateLimitError(text, retry_after=retry_after(headers, body), **kwargs)
     return cls(text, **kwargs)
-
-
-def retry_after(headers: Mapping[str, str] | None, body: Any = None) -> float | None:
-    """Seconds to wait: ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date), or Google's
-    ``RetryInfo.retryDelay`` in the error body; None when nobody said."""
-    if headers:
-        millis = _number(headers.get("retry-after-ms"))
-        if millis is not None:
-            return millis / 1000
-        value = headers.get("retry-after")
-        if value:
-            seconds = _number(value)
-            return seconds if seconds is not None else _http_date(value)
-    return _retry_delay(body)
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
-
-
-def _http_date(value: str) -> float | None:
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _retry_delay(body: Any) -> float | None:
-    error = body.get("error", body) if isinstance(body, Mapping) else None
-    details = error.get("details") if isinstance(error, Mapping) else None
-    for detail in details if isinstance(details, list) else ():
-        delay = detail.get("retryDelay") if isinstance(detail, Mapping) else None
-        if isinstance(delay, str) and delay.endswith("s"):
-            return _number(delay[:-1])
-    return None
 
 
 def connection_error(

@@ -13,14 +13,16 @@ import functools
 import importlib
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-__all__ = ["SdkFailure", "arguments", "client_factory", "close_client", "generate", "sdk_failure", "stream"]
+from ...transport.client import StatusError, StreamError
+from ...transport.http import ReadTimeout, TransportError
+
+__all__ = ["arguments", "client_factory", "close_client", "generate", "stream", "translate"]
 
 _API_VERSION = "v1beta"
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -100,22 +102,19 @@ def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], 
 _TRANSPORT_ERRORS, _TIMEOUT_ERRORS = _http_errors()
 
 
-@dataclass(frozen=True, slots=True)
-class SdkFailure:
-    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
-
-    transport: str | None
-    status: int | None = None
-    headers: Mapping[str, str] | None = None
-    body: object = None
-
-
-def sdk_failure(exc: Exception) -> SdkFailure | None:
-    """The failure a ``google-genai`` exception (or its HTTP library's) reports; None for any other."""
+def translate(exc: Exception) -> Exception | None:
+    """The transport's error for a ``google-genai`` exception (or its HTTP library's); None for any other."""
     if isinstance(exc, _TIMEOUT_ERRORS):
-        return SdkFailure("timeout")
+        return _chained(ReadTimeout(str(exc)), exc)
     if isinstance(exc, _TRANSPORT_ERRORS):
-        return SdkFailure("connection")
+        return _chained(TransportError(str(exc)), exc)
     if isinstance(exc, genai_errors.APIError):
-        return SdkFailure(None, exc.code, getattr(exc.response, "headers", None), exc.details)
+        if not isinstance(exc.code, int):
+            return StreamError(exc.details)
+        return StatusError(exc.code, getattr(exc.response, "headers", None), exc.details, str(exc))
     return None
+
+
+def _chained(error: Exception, cause: Exception) -> Exception:
+    error.__cause__ = cause
+    return error

@@ -12,22 +12,23 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import httpx2
 from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
+from ...transport.client import StatusError, StreamError, UnreadableError
+from ...transport.http import ReadTimeout, TransportError
+
 __all__ = [
     "SdkEvents",
-    "SdkFailure",
     "client_factory",
     "client_limits",
     "close_client",
     "open_stream",
     "post_plain",
-    "sdk_failure",
+    "translate",
 ]
 
 
@@ -92,27 +93,21 @@ class SdkEvents:
         await self._response.aclose()
 
 
-@dataclass(frozen=True, slots=True)
-class SdkFailure:
-    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
-
-    transport: str | None
-    status: int | None = None
-    message: str = ""
-    headers: Mapping[str, str] | None = None
-    body: object = None
-    unreadable: bool = False
-
-
-def sdk_failure(exc: Exception) -> SdkFailure | None:
-    """The failure an ``anthropic`` SDK (or ``httpx2``) exception reports; None for any other exception."""
+def translate(exc: Exception) -> Exception | None:
+    """The transport's error for an ``anthropic`` SDK (or ``httpx2``) exception; None for any other exception."""
     if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code if exc.status_code >= 300 else None  # < 300: an error event in a 200
-        return SdkFailure(None, status, str(exc), exc.response.headers, exc.body)
+        if exc.status_code < 300:  # an error event inside a 200 stream
+            return StreamError(exc.body)
+        return StatusError(exc.status_code, exc.response.headers, exc.body, str(exc))
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return SdkFailure("timeout")
+        return _chained(ReadTimeout(str(exc)), exc)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
-        return SdkFailure("connection")
+        return _chained(TransportError(str(exc)), exc)
     if isinstance(exc, anthropic.APIResponseValidationError):
-        return SdkFailure(None, message=str(exc), unreadable=True)
+        return UnreadableError(str(exc))
     return None
+
+
+def _chained(error: Exception, cause: Exception) -> Exception:
+    error.__cause__ = cause
+    return error

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, assert_never
 
-from ..messages import (
+from ...messages import (
     AssistantMessage,
     ImageContent,
     Message,
@@ -30,9 +30,9 @@ from ..messages import (
     ToolCallMessage,
     UserMessage,
 )
-from ..outcome import for_model, native_parts
-from .base import ModelRequest, ModelSettings, OutputSchema
-from .portable import IdMapper, ToolBatch, Turn, own_thinking, turns
+from ...outcome import for_model, native_parts
+from ..base import ModelRequest, ModelSettings, OutputSchema
+from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["PROVIDER", "build_body"]
 

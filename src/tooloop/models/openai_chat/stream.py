@@ -1,189 +1,29 @@
-"""Reading Chat Completions answers: the plain JSON body and the streamed chunks, into one result.
+"""Reading a streamed Chat Completions answer: SSE events decoded into chunk records, then into one result.
 
-Both paths end in :func:`build_response`, so the same content gives the same text, tool calls,
-stop reason and usage whether it was streamed or not.
-
-Compatible servers bend the format; the stream reader accepts:
-
-* tool calls without ``id`` or with an id another call already has (a fresh ``call_<hex>`` id is
-  made, used for the call and its result alike);
-* fragments without ``index``: a fragment with a name (or an id not seen yet) opens a new call,
-  in order of appearance; one with a known id continues that call; one with neither index nor
-  name continues the last call opened;
-* arguments sent as a JSON object instead of a string;
-* two different calls sent at the same ``index`` (Ollama): a fragment with a new id and a name at
-  an index whose call is already complete starts a new call;
-* everything, including ``finish_reason`` and ``usage``, in a single chunk;
-* a stream that reaches ``[DONE]`` without any ``finish_reason`` (proxies relaying some upstream
-  providers): it is complete, and the stop reason is inferred (tool calls: ``TOOL_USE``, else
-  ``END_TURN``). Only a stream that ends before both is cut short.
-
-A call cut off by the output limit (``finish_reason: "length"``) keeps its arguments exactly as
-received and the response's stop reason is ``MAX_TOKENS``; the loop never runs such calls.
+:class:`SSEChunks` takes the events of the transport's response (:mod:`tooloop.transport.sse`),
+decoding every piece's events in one call where it can (:mod:`.chunks`); :class:`ChatStreamReader`
+assembles text, thinking and tool calls from them, with the leniencies :mod:`.response` lists.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import ModelResponseError, ProviderConnectionError
-from ..events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
-from ..messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
-from ._errors import provider_error
-from ._openai_chunks import UNSET, Chunk, ChunkDelta, ChunkToolCall, chunk_from
+from ..._deadline import deadline
+from ...errors import ModelResponseError, ProviderConnectionError
+from ...events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from ...messages import ModelResponse
+from ...transport.client import StreamError, fast_loads, loads
+from ...transport.http import Response, TransportError
+from ...transport.sse import SSEDecoder
+from .chunks import UNSET, Chunk, ChunkDelta, ChunkToolCall, chunk_from, decode, decode_each
+from .response import build_response, intact
 
-__all__ = ["ChatStreamReader", "build_response", "parse_completion", "usage_from"]
+__all__ = ["ChatStreamReader", "SSEChunks"]
 
-_RawCall = tuple[str | None, str, str]
-"""(id as sent or None, name, arguments text) of one tool call before ids are made unique."""
-
-
-def usage_from(data: Mapping[str, Any] | None) -> Usage:
-    """Usage from a Chat Completions ``usage`` object (cached and reasoning tokens included)."""
-    if not data:
-        return Usage()
-    prompt_details = data.get("prompt_tokens_details") or {}
-    completion_details = data.get("completion_tokens_details") or {}
-    return Usage(
-        input_tokens=data.get("prompt_tokens") or 0,
-        output_tokens=data.get("completion_tokens") or 0,
-        cache_read_tokens=prompt_details.get("cached_tokens") or 0,
-        reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
-    )
-
-
-def build_response(
-    *,
-    text: str,
-    refusal: str,
-    calls: list[_RawCall],
-    finish_reason: str | None,
-    usage: Mapping[str, Any] | None,
-    model: str | None,
-    reasoning: str,
-    provider: str,
-) -> ModelResponse:
-    """The neutral response for the parts of one answer, whichever path read them."""
-    truncated = finish_reason == "length"
-    tool_calls = _tool_calls(calls, truncated)
-    thinking = (ThinkingPart(_intact(reasoning), provider=provider),) if reasoning else ()
-    return ModelResponse(
-        _intact(text),
-        tool_calls,
-        _stop_reason(finish_reason, bool(tool_calls), bool(refusal)),
-        usage_from(usage),
-        thinking=thinking,
-        refusal=_intact(refusal) or None,
-        model=model,
-    )
-
-
-def _stop_reason(finish_reason: str | None, has_calls: bool, refused: bool) -> StopReason:
-    if finish_reason == "length":
-        return StopReason.MAX_TOKENS
-    if finish_reason == "content_filter":
-        return StopReason.REFUSAL
-    if has_calls:  # "tool_calls", legacy "function_call", and servers that say "stop" anyway
-        return StopReason.TOOL_USE
-    if refused:
-        return StopReason.REFUSAL
-    return StopReason.END_TURN
-
-
-def _tool_calls(calls: list[_RawCall], truncated: bool) -> tuple[ToolCall, ...]:
-    seen: set[str] = set()
-    out = []
-    for call_id, name, arguments in calls:
-        if not call_id or call_id in seen:
-            call_id = f"call_{uuid.uuid4().hex}"
-        seen.add(call_id)
-        if not truncated:
-            arguments = _intact(arguments)
-            if not arguments.strip():
-                arguments = "{}"
-        out.append(ToolCall(call_id, name, arguments))
-    return tuple(out)
-
-
-def _intact(text: str) -> str:
-    """``text`` with surrogate pairs that arrived as separate ``\\u`` escapes joined again."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None:
-        return ""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def _content_text(content: Any) -> str:
-    if not content:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # some servers answer with content parts
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-    raise ModelResponseError(f"unexpected message content: {content!r}"[:300])
-
-
-def parse_completion(data: Any, provider: str) -> ModelResponse:
-    """The response for a plain (non-streamed) Chat Completions JSON body."""
-    try:
-        return _parse_completion(data, provider)
-    except (AttributeError, TypeError, KeyError, IndexError) as exc:
-        raise ModelResponseError(
-            f"{provider} returned a chat completion tooloop cannot read: {exc}", provider=provider
-        ) from exc
-
-
-def _parse_completion(data: Any, provider: str) -> ModelResponse:
-    if not isinstance(data, dict):
-        raise ModelResponseError(f"{provider} returned {type(data).__name__}, not a JSON object", provider=provider)
-    choices = data.get("choices")
-    if not choices:
-        _raise_embedded_error(data, provider)
-        raise ModelResponseError(f"{provider} returned a chat completion without choices", provider=provider, body=data)
-    choice = choices[0]
-    message = choice.get("message") or {}
-    calls: list[_RawCall] = []
-    for item in message.get("tool_calls") or ():
-        function = item.get("function") or {}
-        calls.append((item.get("id"), function.get("name") or "", _arguments_text(function.get("arguments"))))
-    legacy = message.get("function_call")
-    if legacy:
-        calls.append((None, legacy.get("name") or "", _arguments_text(legacy.get("arguments"))))
-    return build_response(
-        text=_content_text(message.get("content")),
-        refusal=message.get("refusal") or "",
-        calls=calls,
-        finish_reason=choice.get("finish_reason"),
-        usage=data.get("usage"),
-        model=data.get("model"),
-        reasoning=message.get("reasoning_content") or message.get("reasoning") or "",
-        provider=provider,
-    )
-
-
-def _raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
-    """An error object in a 200 body (proxies relaying an upstream failure) goes through the error table."""
-    error = data.get("error")
-    if not error:
-        return
-    fields = error if isinstance(error, dict) else {"message": str(error)}
-    code = fields.get("code")
-    status = code if isinstance(code, int) and 400 <= code < 600 else None
-    codes = [fields.get("code"), fields.get("type")]
-    message = str(fields.get("message") or error)
-    raise provider_error(provider, status=status, codes=codes, message=message, body=error)
+_DRAIN_SECONDS = 0.5
 
 
 class _ListenerError(Exception):
@@ -412,7 +252,7 @@ class ChatStreamReader:
             self._held = text[-1]
             text = text[:-1]
         if text:
-            self._emit(TextDelta(_intact(text) if halves else text))
+            self._emit(TextDelta(intact(text) if halves else text))
 
     def _add_call_fragment(self, fragment: ChunkToolCall) -> None:
         call_id = fragment.id or None
@@ -493,3 +333,152 @@ class ChatStreamReader:
             reasoning="".join(rare.reasoning) if rare is not None else "",
             provider=self._provider,
         )
+
+
+class SSEChunks:
+    """The decoded events of one SSE answer; ``done`` once its ``[DONE]`` line arrived.
+
+    Read them with :meth:`read` (each handed to a function as it arrives, the cheaper way) or by
+    iterating. An ``error`` object inside the stream raises :class:`~tooloop.transport.client.StreamError`, a broken or
+    stalled connection :class:`~tooloop.transport.http.TransportError`. After ``[DONE]`` the rest of the
+    body is read (for at most half a second) so the connection goes back to the pool.
+    """
+
+    def __init__(self, response: Response) -> None:
+        self.done = False
+        self._response = response
+        self._decoder = SSEDecoder()
+        self._unread = response.plain_length  # bytes of the body still to come, when known
+        self._failure: Exception | None = None
+
+    async def read(self, take: Callable[[list[Chunk]], None]) -> None:
+        """Call ``take`` with the chunks of each piece of the body as it arrives, until ``[DONE]``
+        or the end of the body (a list per piece: a short answer is usually one piece), decoded to
+        the records of :mod:`.chunks`."""
+        try:
+            while (events := await self._next_events(True)) is not None:
+                if events:
+                    take(events)
+                if self.done and self._unread == 0 and self._failure is None:
+                    break  # [DONE] ended the body: its connection is back in the pool, nothing to drain
+        finally:
+            self._response.close()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        """The events as JSON values (dicts), one by one: what a payload listener is shown."""
+        try:
+            while (events := await self._next_events(False)) is not None:
+                for event in events:
+                    yield event
+        finally:
+            self._response.close()
+
+    async def _next_events(self, typed: bool) -> list[Any] | None:
+        """The events of the next piece of the body, None after ``[DONE]`` or at its end. A failure
+        found in a piece is raised on the call after the one that handed out the events before it."""
+        if self._failure is not None:
+            raise self._failure
+        if self.done:
+            await self._drain()
+            return None
+        piece = await self._response.piece()
+        if not piece:
+            return None
+        events, self._failure = self._decode(piece, typed)
+        return events
+
+    def _decode(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
+        """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
+        self._unread -= len(piece)
+        usual = self._decoder.joined(piece, b",")
+        if usual is None:
+            return self._general(piece, typed)
+        joined, count = usual
+        if joined.endswith(_DONE):  # where it belongs: the last event of the body
+            if joined == _DONE:
+                self.done = True
+                return [], None
+            if joined.endswith(_LAST_DONE):
+                self.done = True
+                joined = joined[: -len(_LAST_DONE)]
+                count -= 1
+        try:  # all of them in one call; a failure is found again one by one
+            if count == 1:
+                events = [decode_each(joined) if typed else fast_loads(joined)]
+            else:
+                array = b"[" + joined + b"]"
+                events = decode(array) if typed else fast_loads(array)
+        except ValueError:
+            return self._general(piece, typed)
+        if len(events) != count:  # data that is not one JSON value each (a comma in one)
+            return self._general(piece, typed)
+        return _until_error(events, typed)
+
+    def _general(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
+        """:meth:`_decode` for any piece: its events up to ``[DONE]`` or the first failure."""
+        self.done = False
+        return self._one_by_one(self._decoder.data(piece), typed)
+
+    def _one_by_one(self, datas: list[bytes], typed: bool) -> tuple[list[Any], Exception | None]:
+        """The events of ``datas`` up to ``[DONE]`` or the first that is not a chunk (or is an
+        error event), and that failure."""
+        events: list[Any] = []
+        for data in datas:
+            if data.startswith(_DONE):
+                self.done = True
+                break
+            try:
+                events.append(_one(data, typed))
+            except ValueError as exc:
+                return events, exc
+        return _until_error(events, typed)
+
+    async def _drain(self) -> None:
+        """Read the body to its end (at most half a second when some of it may still be on its way)."""
+        response = self._response
+        try:
+            if self._unread == 0:  # every byte arrived: this only hands the connection back, no timer needed
+                while await response.piece():
+                    pass
+                return
+            with deadline(_DRAIN_SECONDS):
+                while await response.piece():
+                    pass
+        except (TimeoutError, TransportError):
+            pass
+
+    async def close(self) -> None:
+        """Drop the connection unless the body was read to its end (then it is back in the pool)."""
+        self._response.close()
+
+
+_DONE = b"[DONE]"
+_LAST_DONE = b"," + _DONE
+
+
+def _one(data: bytes, typed: bool) -> Any:
+    """One event: a chunk record, or the JSON value when not ``typed``. What the fast decoders refuse
+    and the standard library reads (a lone surrogate escape, split from its pair) is read too."""
+    if not typed:
+        return loads(data)
+    try:
+        return decode_each(data)
+    except ValueError:
+        return chunk_from(loads(data))
+
+
+def _until_error(events: list[Any], typed: bool) -> tuple[list[Any], Exception | None]:
+    if typed:
+        for event in events:
+            if event.error is not None:
+                return _cut(events, [e.error for e in events])
+        return events, None
+    return _cut(events, [e.get("error") if type(e) is dict else None for e in events])
+
+
+def _cut(events: list[Any], errors: list[Any]) -> tuple[list[Any], Exception | None]:
+    """The events before the first with an error (not null or empty), and that error."""
+    for position, error in enumerate(errors):
+        if error:
+            return events[:position], StreamError(error)
+    return events, None

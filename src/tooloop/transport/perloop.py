@@ -1,4 +1,4 @@
-"""One SDK client per event loop.
+"""One client (a connection pool, or an SDK client) per event loop.
 
 An SDK client's connection pool belongs to the event loop that opened its connections; using it
 from another loop (``run_sync`` twice, or a worker thread with its own loop) fails with "Event
@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["ClientModel", "PerLoop", "close_loop_clients"]
+__all__ = ["PerLoop", "close_loop_clients"]
 
 _ALL: weakref.WeakSet[PerLoop[Any]] = weakref.WeakSet()
 
@@ -91,19 +91,3 @@ async def close_loop_clients() -> None:
     loop = asyncio.get_running_loop()
     for holder in list(_ALL):
         await holder.close_for(loop)
-
-
-class ClientModel:
-    """Base of the adapters that own SDK clients: ``aclose()`` and ``async with`` close them."""
-
-    _clients: PerLoop[Any]
-
-    async def aclose(self) -> None:
-        """Close the SDK clients' connections (the model cannot be used afterwards)."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

@@ -1,29 +1,52 @@
 """The one shape every provider adapter has, and the prologue they share.
 
 An adapter subclasses :class:`ProviderModel` and writes three things: ``_send`` (build the
-request, send it plain or streamed, read the answer), ``_error`` (extract status, codes, message
-and headers from its SDK's exception for the error table in :mod:`._errors`) and ``base_url``.
-Everything else is here: the name and ``repr``, merging the request's settings into the
-model's, choosing between a stream and a plain request, turning failures into tooloop errors
-without leaking the key, and the default idle timeout.
+request, send it plain or streamed, read the answer), ``_read_error`` (the codes, message and
+body of its provider's error JSON) and ``base_url``. Everything else is here: the name and
+``repr``, merging the request's settings into the model's, choosing between a stream and a plain
+request, and turning failures into tooloop errors without leaking the key, once for every
+provider: the transport's few errors (:mod:`tooloop.transport.client`), whichever path raised
+them (an SDK fallback's ``translate`` turns its SDK's exceptions into the same ones), go through
+the one error table (:mod:`.error_table`).
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from .._version import __version__
-from ..errors import ConfigurationError, ProviderError
+from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
 from ..messages import ModelResponse
-from ._errors import connection_error, timeout_error
-from ._per_loop import ClientModel, PerLoop
+from ..transport.client import StatusError, StreamError, UnreadableError
+from ..transport.http import ConnectTimeout, ReadTimeout, TransportError
+from ..transport.perloop import PerLoop
 from .base import ModelRequest, ModelSettings
+from .error_table import connection_error, provider_error, timeout_error
 from .payloads import listening, report, tap
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "USER_AGENT", "ProviderModel", "check_retries", "root_cause"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "USER_AGENT",
+    "ClientModel",
+    "ErrorBody",
+    "ProviderModel",
+    "Translate",
+    "check_retries",
+    "root_cause",
+]
+
+ErrorBody = tuple[list[object], str, object]
+"""What a provider reads from its error JSON: the error codes, the message, the body kept on the error."""
+
+Translate = Callable[[Exception], Exception | None]
+"""An SDK fallback's translation of its SDK's exceptions into the transport's errors (None: not the SDK's)."""
+
+_NOT_JSON = (json.JSONDecodeError, UnicodeDecodeError)
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a request or stream may go without receiving a byte before it fails as a timeout."""
@@ -33,6 +56,22 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 
 USER_AGENT = f"tooloop/{__version__}"
 """What the lean transports send as ``User-Agent``."""
+
+
+class ClientModel:
+    """Base of the adapters that own clients: ``aclose()`` and ``async with`` close them."""
+
+    _clients: PerLoop[Any]
+
+    async def aclose(self) -> None:
+        """Close the clients' connections (the model cannot be used afterwards)."""
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 class ProviderModel(ClientModel, ABC):
@@ -45,6 +84,10 @@ class ProviderModel(ClientModel, ABC):
     _attempts: int
     """Requests one ``respond`` may make: the SDK's retries plus the first."""
     _idle_timeout: float | None
+    _translate: Translate | None = None
+    """Set on the SDK path: the SDK fallback's translation of its exceptions."""
+    _unreadable: tuple[type[Exception], ...] = ()
+    """A provider's own exceptions for an answer that is JSON but not what its API sends."""
 
     def _init_common(
         self,
@@ -112,9 +155,36 @@ class ProviderModel(ClientModel, ABC):
     ) -> Awaitable[ModelResponse]:
         """Build the request, send it, read the answer (an ``async def``, or a function returning one's coroutine)."""
 
-    @abstractmethod
     def _error(self, exc: Exception, attempts: int) -> ProviderError | None:
-        """The tooloop error for an exception of the SDK or its transport; None for anything else."""
+        """The tooloop error for an exception of the transport or the SDK; None for anything else."""
+        if self._translate is not None:
+            exc = self._translate(exc) or exc
+        if isinstance(exc, TransportError):
+            return self._transport_error(exc, attempts, timed_out=isinstance(exc, ReadTimeout | ConnectTimeout))
+        if isinstance(exc, StatusError | StreamError):
+            codes, message, body = self._read_error(exc)
+            return provider_error(
+                self.provider,
+                status=exc.status,
+                codes=codes,
+                message=message,
+                headers=exc.headers,
+                body=body,
+                secret=self._secret,
+            )
+        if isinstance(exc, _NOT_JSON):  # a body or event that is not JSON
+            return ModelResponseError(
+                f"{self.provider} sent data that is not valid JSON: {exc}", provider=self.provider
+            )
+        if isinstance(exc, (UnreadableError, *self._unreadable)):  # JSON, but not what the API sends
+            return ModelResponseError(
+                f"{self.provider} sent an answer tooloop cannot read: {exc}", provider=self.provider
+            )
+        return None
+
+    @abstractmethod
+    def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
+        """The codes, message and body of a failure the server reported (in ``error.body`` / ``document``)."""
 
     def _fail(self, exc: Exception, attempts: int) -> NoReturn:
         """Raise the tooloop error for ``exc`` (``exc`` itself when it is not a provider failure).

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-__all__ = ["ChunkStream", "SdkFailure", "client_factory", "close_client", "sdk_failure"]
+from ...transport.client import StatusError, StreamError
+from ...transport.http import ReadTimeout, TransportError
+
+__all__ = ["ChunkStream", "client_factory", "close_client", "translate"]
 
 _DRAIN_SECONDS = 0.5
 
@@ -78,26 +80,19 @@ def _stream_message(error: object) -> str:
     return message if isinstance(message, str) and message else "An error occurred during streaming"
 
 
-@dataclass(frozen=True, slots=True)
-class SdkFailure:
-    """What the error table needs from an SDK exception (``transport`` for connection failures)."""
-
-    transport: str | None
-    status: int | None = None
-    codes: tuple[object, ...] = ()
-    message: str = ""
-    headers: Mapping[str, str] | None = None
-    body: object = None
-
-
-def sdk_failure(exc: Exception) -> SdkFailure | None:
-    """The failure an ``openai`` SDK exception reports; None for any other exception."""
+def translate(exc: Exception) -> Exception | None:
+    """The transport's error for an ``openai`` SDK exception; None for any other exception."""
     if isinstance(exc, openai.APITimeoutError):
-        return SdkFailure("timeout")
+        return _chained(ReadTimeout(str(exc)), exc)
     if isinstance(exc, openai.APIConnectionError):
-        return SdkFailure("connection")
-    if isinstance(exc, openai.APIError):  # an HTTP status, or an error event inside a stream
-        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-        headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
-        return SdkFailure(None, status, (exc.code, exc.type), exc.message, headers, exc.body)
+        return _chained(TransportError(str(exc)), exc)
+    if isinstance(exc, openai.APIStatusError):
+        return StatusError(exc.status_code, exc.response.headers, exc.body, exc.message)
+    if isinstance(exc, openai.APIError):  # an error event inside a stream
+        return StreamError(exc.body)
     return None
+
+
+def _chained(error: Exception, cause: Exception) -> Exception:
+    error.__cause__ = cause
+    return error

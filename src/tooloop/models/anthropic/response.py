@@ -1,0 +1,135 @@
+"""Reading a plain Anthropic Messages API answer, and what the stream reader (:mod:`.stream`) shares.
+
+Both paths end in :func:`assemble`, so the same content gives the same :class:`ModelResponse`
+(text, tool calls, thinking, usage, stop reason) whether it was streamed or not. The stream is
+read event by event as ``(event name, JSON data)`` pairs, whichever transport split them, parsing
+each event's JSON once; deltas become events only when somebody listens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import ModelResponseError
+from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+from ...transport.client import StatusError, StreamError
+from ..adapter import ErrorBody
+from .request import PROVIDER
+
+__all__ = ["PROVIDER", "assemble", "parse_message", "read_error", "usage_from"]
+
+_STOP_REASONS = {
+    "end_turn": StopReason.END_TURN,
+    "stop_sequence": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "refusal": StopReason.REFUSAL,
+    "pause_turn": StopReason.PAUSE_TURN,
+}
+_REFUSED = "The model declined to answer (stop_reason 'refusal')."
+
+
+def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
+    """The response for a plain (non-streamed) ``Message`` JSON object."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise ModelResponseError("Anthropic answered without a message content list", provider=PROVIDER, body=data)
+    return assemble(
+        data["content"],
+        data.get("stop_reason"),
+        data.get("usage") or {},
+        data.get("model"),
+        output_tool,
+        stop_details=data.get("stop_details"),
+    )
+
+
+def usage_from(usage: Mapping[str, Any]) -> Usage:
+    """Anthropic usage as tooloop :class:`Usage`; ``input_tokens`` includes cache reads and writes."""
+    cache_read = usage.get("cache_read_input_tokens") or 0
+    cache_write = usage.get("cache_creation_input_tokens") or 0
+    return Usage(
+        input_tokens=(usage.get("input_tokens") or 0) + cache_read + cache_write,
+        output_tokens=usage.get("output_tokens") or 0,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def assemble(
+    content: list[Any],
+    stop_reason: str | None,
+    usage: Mapping[str, Any],
+    model: str | None,
+    output_tool: str | None = None,
+    *,
+    stop_details: Mapping[str, Any] | None = None,
+) -> ModelResponse:
+    """Build the response from content blocks in the shape of a plain ``Message``.
+
+    A ``tool_use`` block's ``input`` may be a dict (plain) or the streamed JSON text. A refusal's
+    ``stop_details`` (category, explanation) stay on the message, under
+    ``provider_data["anthropic"]["stop_details"]``, and the refusal text is the
+    model's text followed by the explanation.
+    """
+    texts: list[str] = []
+    thinking: list[ThinkingPart] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            calls.append(ToolCall(block["id"], block["name"], block.get("input") or {}))
+        elif kind == "thinking":
+            signature = block.get("signature") or None
+            thinking.append(ThinkingPart(block.get("thinking", ""), signature, provider=PROVIDER))
+        elif kind == "redacted_thinking":
+            thinking.append(ThinkingPart("", block.get("data"), redacted=True, provider=PROVIDER))
+    text = "".join(texts)
+    reason = _STOP_REASONS.get(stop_reason or "", StopReason.END_TURN)
+    if output_tool is not None:
+        text, calls = _take_output(text, calls, output_tool)
+    if reason is StopReason.TOOL_USE and not calls:
+        reason = StopReason.END_TURN
+    refusal = _refusal(text, stop_details) if reason is StopReason.REFUSAL else None
+    return ModelResponse(
+        text,
+        tuple(calls),
+        reason,
+        usage_from(usage),
+        thinking=tuple(thinking),
+        refusal=refusal,
+        model=model,
+        provider_data={PROVIDER: {"stop_details": dict(stop_details)}} if stop_details else {},
+    )
+
+
+def _refusal(text: str, stop_details: Mapping[str, Any] | None) -> str:
+    explanation = (stop_details or {}).get("explanation")
+    parts = [part for part in (text, explanation) if isinstance(part, str) and part.strip()]
+    return "\n\n".join(parts) if parts else _REFUSED
+
+
+def _take_output(text: str, calls: list[ToolCall], output_tool: str) -> tuple[str, list[ToolCall]]:
+    """With native structured output, a lone call of the output tool is the final answer's JSON."""
+    outputs = [call for call in calls if call.name == output_tool]
+    if not outputs:
+        return text, calls
+    if len(calls) > len(outputs):  # other tools first; the model answers again after their results
+        return text, [call for call in calls if call.name != output_tool]
+    arguments = outputs[-1].arguments
+    return (arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)), []
+
+
+def read_error(error: StatusError | StreamError) -> ErrorBody:
+    """The type, message and whole body of an Anthropic error (``{"type": "error", "error": {"type", "message"}}``)."""
+    document = error.document if isinstance(error, StatusError) else error.body
+    inner = document.get("error") if isinstance(document, dict) else None
+    inner = inner if isinstance(inner, dict) else {}
+    message = inner.get("message")
+    if not isinstance(message, str) or not message:
+        message = error.message if isinstance(error, StatusError) else str(inner or document)
+    return [inner.get("type")], message, document

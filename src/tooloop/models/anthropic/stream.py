@@ -1,0 +1,144 @@
+"""Reading a streamed Anthropic Messages API answer: its SSE events, each parsed once, into one response.
+
+The stream is read event by event as ``(event name, JSON data)`` pairs, whichever transport split
+them; deltas become events only when somebody listens. An ``error`` event raises the transport's
+:class:`~tooloop.transport.client.StreamError`, read like an error status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ...errors import ProviderConnectionError
+from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
+from ...messages import ModelResponse
+from ...transport.client import StreamError, loads
+from .response import PROVIDER, assemble
+
+__all__ = ["read_stream"]
+
+
+class _Block:
+    __slots__ = ("data", "id", "input", "kind", "name", "parts", "signature", "tool_index")
+
+    def __init__(self, start: Mapping[str, Any], tool_index: int) -> None:
+        self.kind: str = start.get("type", "")
+        self.parts: list[str] = []
+        self.id = start.get("id")
+        self.name = start.get("name")
+        self.input = start.get("input")
+        self.data = start.get("data")
+        self.signature: str = start.get("signature") or ""
+        self.tool_index = tool_index
+        initial = start.get("text") or start.get("thinking")
+        if initial:
+            self.parts.append(initial)
+
+    def finish(self) -> dict[str, Any]:
+        joined = "".join(self.parts)
+        if self.kind == "text":
+            return {"type": "text", "text": joined}
+        if self.kind == "thinking":
+            return {"type": "thinking", "thinking": joined, "signature": self.signature}
+        if self.kind == "tool_use":
+            return {"type": "tool_use", "id": self.id, "name": self.name, "input": joined or self.input or {}}
+        return {"type": self.kind, "data": self.data}
+
+
+class _StreamState:
+    def __init__(self, on_event: EventHandler | None) -> None:
+        self.on_event = on_event
+        self.blocks: dict[int, _Block] = {}
+        self.tools = 0
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.stop_details: Mapping[str, Any] | None = None
+        self.model: str | None = None
+        self.stopped = False
+
+    def start(self, data: Mapping[str, Any]) -> None:
+        start = data["content_block"]
+        block = _Block(start, self.tools)
+        self.blocks[data["index"]] = block
+        if block.kind == "tool_use":
+            self.tools += 1
+            if self.on_event is not None:
+                self.on_event(ToolCallDelta(block.tool_index, block.id, block.name))
+        elif self.on_event is not None and block.parts:
+            self._emit(block.kind, block.parts[0])
+
+    def delta(self, data: Mapping[str, Any]) -> None:
+        block = self.blocks[data["index"]]
+        delta = data["delta"]
+        kind = delta["type"]
+        if kind == "text_delta":
+            piece = delta["text"]
+        elif kind == "input_json_delta":
+            piece = delta["partial_json"]
+            if not piece:
+                return
+            block.parts.append(piece)
+            if self.on_event is not None:
+                self.on_event(ToolCallDelta(block.tool_index, arguments_delta=piece))
+            return
+        elif kind == "thinking_delta":
+            piece = delta["thinking"]
+        elif kind == "signature_delta":
+            block.signature += delta["signature"]
+            return
+        else:  # citations and future delta types carry nothing tooloop keeps
+            return
+        block.parts.append(piece)
+        if self.on_event is not None and piece:
+            self._emit(block.kind, piece)
+
+    def _emit(self, kind: str, piece: str) -> None:
+        assert self.on_event is not None
+        self.on_event(ThinkingDelta(piece) if kind == "thinking" else TextDelta(piece))
+
+    def message_start(self, data: Mapping[str, Any]) -> None:
+        message = data.get("message") or {}
+        self.model = message.get("model")
+        self.usage.update(message.get("usage") or {})
+
+    def message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta") or {}
+        self.stop_reason = delta.get("stop_reason") or self.stop_reason
+        self.stop_details = delta.get("stop_details") or self.stop_details
+        self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+
+    def response(self, output_tool: str | None) -> ModelResponse:
+        content = [self.blocks[index].finish() for index in sorted(self.blocks)]
+        return assemble(content, self.stop_reason, self.usage, self.model, output_tool, stop_details=self.stop_details)
+
+
+async def read_stream(
+    events: AsyncIterator[tuple[str | None, bytes]],
+    on_event: EventHandler | None,
+    output_tool: str | None = None,
+) -> ModelResponse:
+    """Read a Messages API event stream (``(event name, JSON data)`` pairs) to the end; the response."""
+    state = _StreamState(on_event)
+    async for name, raw in events:
+        if not raw:
+            continue
+        data = loads(raw)
+        kind = data.get("type") or name
+        if kind == "content_block_delta":
+            state.delta(data)
+        elif kind == "content_block_start":
+            state.start(data)
+        elif kind == "message_start":
+            state.message_start(data)
+        elif kind == "message_delta":
+            state.message_delta(data)
+        elif kind == "message_stop":
+            state.stopped = True
+        elif kind == "error":
+            raise StreamError(data)
+    if not state.stopped:
+        raise ProviderConnectionError(
+            "the Anthropic stream ended before message_stop; the response is incomplete", provider=PROVIDER
+        )
+    return state.response(output_tool)

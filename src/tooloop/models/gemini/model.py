@@ -1,0 +1,271 @@
+"""Google Gemini adapter (``"google:..."`` / ``"gemini:..."``), on the Gemini API's wire format.
+
+By default requests go out on the lean transport (:class:`tooloop.transport.client.Client`): ``POST
+{base_url}/v1beta/models/{model}:generateContent`` (plain) or ``:streamGenerateContent?alt=sse``
+(streamed), with the headers, timeouts and server-side deadline ``google-genai`` would use, at a
+fraction of its client CPU. ``transport="sdk"`` sends them through ``google-genai``'s
+``client.aio.models.generate_content`` / ``generate_content_stream`` instead (always the case for a
+``client`` you pass, and when a proxy is configured for the URL). Either way the adapter builds
+one request body in the wire format and reads the answer as the wire's JSON, with its own retries.
+
+The body is built by :mod:`.request`, a plain answer and the chunks of a stream are read by
+:mod:`.response` (the SSE events split by :mod:`.stream`); :mod:`.sdk` is the SDK fallback.
+Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own function-call ids) is
+kept as ``ThinkingPart(provider="google")`` and under the ``"google"`` key of ``provider_data``,
+and is sent back to Gemini only. See docs/providers.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import math
+import os
+import platform
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ConfigurationError, ProviderError
+from ...events import EventHandler
+from ...messages import ModelResponse
+from ...transport.client import Client, StatusError, StreamError, lean_eligible, loads
+from ...transport.perloop import PerLoop
+from ...transport.retry import RetryPolicy, retry_after
+from ..adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
+from ..base import ModelRequest, ModelSettings
+from ..payloads import listening
+from .request import PROVIDER, GeminiRequest, with_extra
+from .response import Reader, google_body, read_error
+from .stream import GeminiEvents
+
+if TYPE_CHECKING:
+    from google import genai
+
+__all__ = ["GeminiModel", "create"]
+
+_API_VERSION = "v1beta"
+_KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+_BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"
+_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+_OPTIONS = frozenset({"max_retries", "timeout", "client", "transport"})
+_BAD_NAME = re.compile(r"\.\.|[?&#%\s\x00-\x1f\x7f]")
+_SERVER_DEADLINE = 600  # seconds Google may spend on one generation, however slowly it streams
+
+
+def create(
+    model_name: str,
+    *,
+    provider: str = PROVIDER,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    settings: ModelSettings | None = None,
+    **options: Any,
+) -> GeminiModel:
+    """Registry factory for ``"google:<model>"`` and ``"gemini:<model>"``.
+
+    Options: ``max_retries`` (default 2), ``timeout`` (seconds without a byte), ``client`` (a
+    ready ``genai.Client``), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module
+    docstring).
+    """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
+    return GeminiModel(model_name, base_url=base_url, api_key=api_key, settings=settings, provider=provider, **options)
+
+
+class GeminiModel(ProviderModel):
+    """A Gemini model behind the ``Model`` protocol.
+
+    The API key is ``api_key``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``; the base URL
+    ``base_url``, else ``GOOGLE_GEMINI_BASE_URL``, else Google's. Retryable errors (429, 5xx,
+    connection failures before anything streamed) are retried ``max_retries`` times, honouring
+    the server's ``Retry-After`` header or ``RetryInfo.retryDelay``. ``transport`` chooses the
+    lean path (default) or ``google-genai`` (``"sdk"``; implied by ``client``).
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        settings: ModelSettings | None = None,
+        provider: str = PROVIDER,
+        max_retries: int = 2,
+        timeout: float = DEFAULT_TIMEOUT,
+        client: genai.Client | None = None,
+        transport: str = "lean",
+    ):
+        if transport not in ("lean", "sdk"):
+            raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
+        if not model_name or _BAD_NAME.search(model_name):
+            raise ConfigurationError(f"not a Gemini model name: {model_name!r}")
+        self._retry = RetryPolicy(check_retries(max_retries), max_wait=60.0)
+        self._request = GeminiRequest(model_name)
+        self._base = base_url or os.environ.get(_BASE_URL_ENV) or _DEFAULT_BASE_URL
+        idle = idle_timeout(timeout)
+        key = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
+        self._lean: Client | None = None
+        clients: PerLoop[Any]
+        if client is not None:
+            from .sdk import close_client, translate
+
+            clients = PerLoop(client, None, close_client)
+            self._translate = translate
+        else:
+            clients = self._own_clients(model_name, _checked_key(key), base_url, idle, transport)
+        if self._lean is not None and settings is not None:
+            with_extra({"generationConfig": {}}, settings.extra)  # refuse an unsendable field here, not per request
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=clients,
+            secret=key,
+            attempts=self._retry.attempts,
+            idle_timeout=idle,
+        )
+
+    def _own_clients(self, name: str, key: str, base_url: str | None, idle: float, transport: str) -> PerLoop[Any]:
+        # The SDK sends its timeout as Google's X-Server-Timeout, a deadline for the whole
+        # generation on Google's side; that deadline stays generous.
+        deadline = str(max(_SERVER_DEADLINE, math.ceil(idle)))
+        if transport == "lean" and lean_eligible(self._base):
+            resource = name if name.startswith(("models/", "tunedModels/")) else f"models/{name}"
+            connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
+            self._lean = Client(
+                self._base,
+                _headers(key, deadline),
+                retry=RetryPolicy(0),  # retried here, as on the SDK path
+                connect_timeout=connect,
+                read_timeout=idle,
+            )
+            self._plain_path = f"{_API_VERSION}/{resource}:generateContent"
+            self._stream_path = f"{_API_VERSION}/{resource}:streamGenerateContent?alt=sse"
+            return self._lean.pools
+        from .sdk import client_factory, close_client, translate
+
+        self._translate = translate
+        make = client_factory(key, base_url, idle, deadline)
+        return PerLoop(make(), make, close_client)
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return self._base
+
+    @property
+    def transport(self) -> str:
+        """``"lean"`` or ``"sdk"``: the path this model's requests take."""
+        return "lean" if self._lean is not None else "sdk"
+
+    async def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        body = self._request.body(request, settings)
+        sent = with_extra(body, settings.extra) if self._lean is not None else body
+        attempt = 0
+        while True:
+            reader = Reader(self._name, on_event)
+            try:
+                return await self._once(sent, settings.extra, stream, reader)
+            except ProviderError:
+                raise
+            except Exception as exc:
+                error = self._error(exc, attempt + 1)
+                if error is None:
+                    raise
+                delay = self._delay(error, attempt, exc)
+                if delay is None or attempt >= self._retry.max_retries or reader.emitted:
+                    self._fail(exc, attempt + 1)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def _once(
+        self, body: dict[str, Any], extra: Mapping[str, Any], stream: bool, reader: Reader
+    ) -> ModelResponse:
+        if self._lean is None:
+            return await self._once_sdk(body, extra, stream, reader)
+        self._sent(body)
+        if not stream:
+            data = await (await self._lean.post(self._plain_path, body)).read()
+            data = loads(data) if data.strip() else {}
+            self._received(data)
+            reader.add(data)
+            return reader.finish(streamed=False)
+        events = GeminiEvents(await self._lean.post(self._stream_path, body))
+        if listening():
+            return await self._read_stream(aiter(events), reader, events)
+        try:
+            await events.read(reader.add)  # the hot path: no iterator between the body and the reader
+        except BaseException:
+            events.close()  # abandoned half way: the connection's state is unknown
+            raise
+        return reader.finish(streamed=True)
+
+    async def _once_sdk(
+        self, body: dict[str, Any], extra: Mapping[str, Any], stream: bool, reader: Reader
+    ) -> ModelResponse:
+        from . import sdk
+
+        client = self._clients.get()
+        args = sdk.arguments(body, extra)
+        self._sent({"model": self._name, **args})
+        if not stream:
+            data = await sdk.generate(client, self._name, args)
+            self._received(data)
+            reader.add(data)
+            return reader.finish(streamed=False)
+        return await self._read_stream(sdk.stream(client, self._name, args), reader, None)
+
+    async def _read_stream(
+        self, chunks: AsyncIterator[Any], reader: Reader, events: GeminiEvents | None
+    ) -> ModelResponse:
+        add = reader.add
+        try:
+            async for chunk in self._tapped(chunks):
+                add(chunk)
+        except BaseException:
+            if events is not None:
+                events.close()  # abandoned half way: the connection's state is unknown
+            raise
+        return reader.finish(streamed=True)
+
+    def _delay(self, error: ProviderError, attempt: int, exc: Exception) -> float | None:
+        """Seconds to wait before retrying (what the server asked, if it said), or None when retrying is pointless."""
+        if not error.retryable:
+            return None
+        failure = self._translate(exc) if self._translate is not None else None
+        failure = failure or exc
+        wait = retry_after(failure.headers, google_body(failure)) if isinstance(failure, StatusError) else None
+        if wait is not None and wait > self._retry.max_wait:
+            return None  # a longer wait is the caller's decision, not a silent sleep
+        return self._retry.delay(attempt, wait)
+
+    def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
+        return read_error(error)
+
+
+def _checked_key(key: str | None) -> str:
+    if not key:
+        raise ConfigurationError(
+            "no Gemini API key: pass api_key=... or set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment"
+        )
+    if any(c in key for c in "\r\n\0"):
+        raise ConfigurationError("the Gemini API key contains a line break or NUL")
+    return key
+
+
+def _headers(key: str, deadline: str) -> dict[str, str]:
+    """The headers ``google-genai`` sends, with tooloop as the client library."""
+    agent = f"tooloop/{importlib.metadata.version('tooloop')} gl-python/{platform.python_version()}"
+    return {
+        "accept": "*/*",
+        "accept-encoding": "gzip, deflate",
+        "content-type": "application/json",
+        "x-goog-api-key": key,
+        "x-server-timeout": deadline,
+        "user-agent": agent,
+        "x-goog-api-client": agent,
+    }

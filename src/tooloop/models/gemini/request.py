@@ -1,0 +1,254 @@
+"""Building a Gemini ``generateContent`` request body, in the wire format (camelCase JSON).
+
+Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own function-call ids) is
+sent back to Gemini only; roles alternate as Gemini requires; ``settings.extra`` fields go where
+the SDK puts them (:func:`with_extra`).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, assert_never
+
+from ...errors import ConfigurationError
+from ...messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    SystemMessage,
+    ThinkingPart,
+    UserMessage,
+)
+from ...outcome import for_model, native_parts
+from ..base import ModelRequest, ModelSettings, ToolDefinition
+from ..portable import ToolBatch, Turn, own_thinking, turns
+
+__all__ = ["PROVIDER", "TO_URLSAFE", "GeminiRequest", "generation", "with_extra"]
+
+PROVIDER = "google"
+# Documented value that tells Gemini 3 to accept a function call it did not sign (history written
+# by another provider, or by hand).
+_SKIP_SIGNATURE = "skip_thought_signature_validator"
+_UNANSWERED = "(No answer to these tool results: the conversation moved on.)"
+_TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+_GENERATION = re.compile(r"gemini-(\d+)")
+
+
+class GeminiRequest:
+    """The request bodies of one model: its Gemini generation, its tool list encoded once."""
+
+    def __init__(self, model_name: str) -> None:
+        self._generation = generation(model_name)
+        self._tools_in: tuple[ToolDefinition, ...] | None = None
+        self._tools_out: list[dict[str, Any]] = []
+
+    def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
+        """The request body for ``request`` with the merged ``settings`` (``settings.extra`` not yet added)."""
+        contents, system = _contents(request.messages, sign_foreign=self._generation >= 3)
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
+        if request.tools:
+            body["tools"] = self._tools(request.tools)
+            if request.tool_choice != "auto":
+                body["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_CHOICE[request.tool_choice]}}
+        body["generationConfig"] = _generation_config(request, settings, self._generation)
+        return body
+
+    def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
+        if tools is not self._tools_in:  # the loop sends the same tuple every turn
+            # The SDK writes a declaration's fields with their proto names (parameters_json_schema).
+            declarations = [
+                {"name": t.name, "description": t.description, "parameters_json_schema": dict(t.parameters)}
+                for t in tools
+            ]
+            self._tools_out = [{"functionDeclarations": declarations}]
+            self._tools_in = tools
+        return self._tools_out
+
+
+def generation(model_name: str) -> int:
+    """The Gemini major version in the name (``gemini-3-pro`` -> 3); unknown names count as current."""
+    match = _GENERATION.search(model_name)
+    return int(match.group(1)) if match else 99
+
+
+def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    contents: list[dict[str, Any]] = []
+    system: list[str] = []
+    for item in turns(messages):
+        if isinstance(item, SystemMessage):
+            system.append(item.text)
+            continue
+        for content in _turn(item, sign_foreign):
+            _add(contents, content["role"], content["parts"])
+    return contents, system
+
+
+def _turn(item: Turn, sign_foreign: bool) -> list[dict[str, Any]]:
+    if isinstance(item, UserMessage):
+        return [{"role": "user", "parts": [{"text": item.text}]}]
+    if isinstance(item, AssistantMessage):
+        return [{"role": "model", "parts": _assistant_parts(item)}]
+    if isinstance(item, ToolBatch):
+        return _batch_contents(item, sign_foreign)
+    if isinstance(item, SystemMessage):
+        return []  # gathered into ``system_instruction`` by the caller
+    assert_never(item)
+
+
+def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+    """Append a turn so that roles alternate, as Gemini requires.
+
+    Two turns of one role merge, except user text after tool results (a run that stopped before
+    the model answered them): Gemini reads text merged into a results turn as part of the results,
+    so a short model turn goes between them.
+    """
+    if not parts:
+        return
+    last = contents[-1] if contents else None
+    if last is None or last["role"] != role:
+        contents.append({"role": role, "parts": parts})
+    elif role == "user" and any("functionResponse" in p for p in last["parts"]):
+        contents.append({"role": "model", "parts": [{"text": _UNANSWERED}]})
+        contents.append({"role": role, "parts": parts})
+    else:
+        last["parts"].extend(parts)
+
+
+def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if not thinking:
+        return parts
+    for part in own_thinking(thinking, PROVIDER):
+        thought: dict[str, Any] = {"text": part.text, "thought": True}
+        if part.signature:
+            thought["thoughtSignature"] = _wire_signature(part.signature)
+        parts.append(thought)
+    return parts
+
+
+def _text_part(text: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    signature = data.get("text_signature")
+    if not text and not signature:
+        return []
+    part: dict[str, Any] = {"text": text}
+    if signature:
+        part["thoughtSignature"] = _wire_signature(signature)
+    return [part]
+
+
+def _assistant_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    data = message.provider_data.get(PROVIDER) or {}
+    return _thought_parts(message.thinking) + _text_part(message.text or message.refusal or "", data)
+
+
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+
+
+def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]]:
+    first = batch.first
+    data = first.provider_data.get(PROVIDER) or {}
+    signatures: Mapping[str, str] = data.get("signatures") or {}
+    native_ids = set(data.get("ids") or ())
+    parts = _thought_parts(first.thinking) + _text_part(batch.text, data)
+    results: list[dict[str, Any]] = []
+    for index, call in enumerate(batch.calls):
+        function_call: dict[str, Any] = {"name": call.tool_name, "args": dict(call.arguments)}
+        outcome = for_model(call)
+        response: dict[str, Any] = {
+            "name": call.tool_name,
+            "response": {"error" if outcome.is_error else "result": outcome.text},
+        }
+        images = native_parts(outcome, _IMAGE_TYPES) if outcome.parts else None
+        if images is not None:  # the text form (placeholders included) stays the result
+            # written with the proto field names, as the SDK writes a function response's parts
+            response["parts"] = [
+                {"inline_data": {"mime_type": p.mime_type, "data": _urlsafe(base64.b64decode(p.data))}}
+                for p in images
+                if isinstance(p, ImageContent)
+            ]
+        if call.tool_call_id in native_ids:
+            function_call["id"] = response["id"] = call.tool_call_id
+        part: dict[str, Any] = {"functionCall": function_call}
+        signature = signatures.get(call.tool_call_id)
+        if signature:
+            part["thoughtSignature"] = _wire_signature(signature)
+        elif index == 0 and sign_foreign and not signatures:
+            part["thoughtSignature"] = _SKIP_SIGNATURE
+        parts.append(part)
+        results.append({"functionResponse": response})
+    return [{"role": "model", "parts": parts}, {"role": "user", "parts": results}]
+
+
+def _generation_config(request: ModelRequest, settings: ModelSettings, generation: int) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    # Before Gemini 3, JSON mode and function calling cannot be combined in one request.
+    if request.output is not None and (not request.tools or generation >= 3):
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = dict(request.output.schema)
+    if settings.temperature is not None:
+        config["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        config["maxOutputTokens"] = settings.max_tokens
+    if settings.top_p is not None:
+        config["topP"] = settings.top_p
+    if settings.stop is not None:
+        config["stopSequences"] = list(settings.stop)
+    if settings.seed is not None:
+        config["seed"] = settings.seed
+    return config
+
+
+# Where the SDK puts each ``GenerateContentConfig`` field it sends as given: in generationConfig
+# (True) or at the top of the body (False). Fields it transforms first are the SDK path's alone.
+_EXTRA_FIELDS: dict[str, tuple[str, bool]] = {
+    name: (re.sub(r"_(.)", lambda m: m.group(1).upper(), name), inner)
+    for names, inner in (
+        (
+            "temperature top_p top_k candidate_count max_output_tokens stop_sequences response_logprobs logprobs "
+            "presence_penalty frequency_penalty seed response_mime_type response_json_schema response_modalities "
+            "media_resolution thinking_config enable_enhanced_civic_answers audio_transcription_config",
+            True,
+        ),
+        ("safety_settings tool_config labels cached_content service_tier store", False),
+    )
+    for name in names.split()
+}
+
+
+def with_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with ``settings.extra`` (the SDK's config names, or their camelCase) where the SDK puts them."""
+    if not extra:
+        return body
+    body = {**body, "generationConfig": dict(body["generationConfig"])}
+    for name, value in extra.items():
+        field = _EXTRA_FIELDS.get(_CAMEL.sub("_", name).lower())
+        if field is None:
+            known = ", ".join(sorted(_EXTRA_FIELDS))
+            raise ConfigurationError(
+                f"settings.extra field {name!r} is not sent by the lean Gemini transport (it sends: {known}); "
+                "use transport='sdk' for the SDK's other config fields"
+            )
+        wire, inner = field
+        if wire == "cachedContent" and isinstance(value, str) and "/" not in value:
+            value = f"cachedContents/{value}"  # as the SDK completes a bare cache id
+        (body["generationConfig"] if inner else body)[wire] = value
+    return body
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+TO_URLSAFE = str.maketrans("+/", "-_")
+
+
+def _urlsafe(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii")
+
+
+def _wire_signature(signature: str) -> str:
+    """A stored signature as the SDK sends it: URL-safe base64 with padding."""
+    if len(signature) % 4 == 0 and "+" not in signature and "/" not in signature:
+        return signature
+    return _urlsafe(base64.urlsafe_b64decode(signature.translate(TO_URLSAFE) + "=" * (-len(signature) % 4)))

@@ -1,0 +1,316 @@
+"""The OpenAI Chat Completions adapter, for OpenAI and every OpenAI-compatible server.
+
+One :class:`OpenAIChatModel` keeps one ``AsyncOpenAI`` client per event loop. By default its
+requests go out on the lean transport (:class:`tooloop.transport.client.Client`), which takes the client's key, base
+URL, headers, retries and timeouts and behaves as the SDK does at about a tenth of the client
+CPU; ``transport="sdk"`` sends them through the SDK's own pipeline (always the case for a
+``client`` you pass, and when a proxy is configured for the URL). Either way the adapter builds
+the request body as plain dicts and reads the answer as plain JSON.
+
+Requests stream when someone listens (``on_event`` given) and are plain otherwise;
+``ModelSettings.stream`` forces either. Both paths give identical responses for the same content.
+The body is built by :mod:`.request`, a plain answer read by :mod:`.response`, a stream by
+:mod:`.stream`; :mod:`.sdk` is the SDK fallback.
+
+What differs between servers on the request side is a named option with a per-provider default
+in the registry (``register_provider(name, factory, **defaults)`` sets them for a new server):
+``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...errors import ConfigurationError, ProviderError
+from ...events import EventHandler
+from ...messages import ModelResponse
+from ...transport.client import Client, StatusError, StreamError, dumps, lean_eligible
+from ...transport.perloop import PerLoop
+from ...transport.retry import RetryPolicy
+from ..adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    USER_AGENT,
+    ErrorBody,
+    ProviderModel,
+    check_retries,
+    idle_timeout,
+)
+from ..base import ModelRequest, ModelSettings
+from ..payloads import listening
+from .chunks import ChunkShapeError
+from .request import ChatRequest
+from .response import parse_completion
+from .stream import ChatStreamReader, SSEChunks
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from .sdk import ChunkStream
+
+__all__ = ["OpenAIChatModel", "create"]
+
+_PATH = "/chat/completions"
+_NO_KEY = "not-needed"  # local servers without auth: the SDK insists on some key
+_OPENAI_URL = "https://api.openai.com/v1"
+_OPTIONS = frozenset(
+    {
+        "api_key_env",
+        "api_key_optional",
+        "max_retries",
+        "timeout",
+        "native_output",
+        "system_role",
+        "max_tokens_field",
+        "stream_usage",
+        "default_headers",
+        "client",
+        "raw_invalid_arguments",
+        "tool_id_max_length",
+        "reasoning_field",
+        "transport",
+    }
+)
+_CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers")
+
+
+def create(
+    model_name: str,
+    *,
+    provider: str = "openai",
+    base_url: str | None = None,
+    api_key: str | None = None,
+    settings: ModelSettings | None = None,
+    **options: Any,
+) -> OpenAIChatModel:
+    """Create a Chat Completions model (the registry's factory for OpenAI and compatible servers).
+
+    The key is ``api_key``, else the environment variable ``api_key_env``. Options (see
+    docs/providers.md): ``max_retries`` (2), ``timeout`` (seconds without a byte, default
+    :data:`~tooloop.models._adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
+    ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
+    ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
+    ``tool_id_max_length`` and ``reasoning_field``, and ``transport`` (``"lean"``, the default, or
+    ``"sdk"``: see the module docstring).
+    """
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise ConfigurationError(
+            f"unknown option(s) for {provider!r} models: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(_OPTIONS))}"
+        )
+    client = options.pop("client", None)
+    transport = options.pop("transport", "lean")
+    if transport not in ("lean", "sdk"):
+        raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
+    if client is not None:
+        for name in _CLIENT_OPTIONS:
+            options.pop(name, None)
+        return OpenAIChatModel(model_name, client=client, provider=provider, settings=settings, **options)
+    key = _key(provider, api_key, options)
+    max_retries = check_retries(options.pop("max_retries", 2))
+    idle = idle_timeout(options.pop("timeout", DEFAULT_TIMEOUT))
+    connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
+    headers = options.pop("default_headers", None)
+    url = base_url or _OPENAI_URL
+    if transport == "lean" and lean_eligible(url):
+        lean = Client(
+            url,
+            _lean_headers(key, headers),
+            retry=RetryPolicy(max_retries),
+            connect_timeout=connect,
+            read_timeout=idle,
+            attempt_header="x-stainless-retry-count",
+        )
+        return OpenAIChatModel(model_name, lean=lean, secret=key, provider=provider, settings=settings, **options)
+    from .sdk import client_factory
+
+    factory = client_factory(key, base_url, max_retries, idle, connect, headers)
+    return OpenAIChatModel(
+        model_name, client=factory(), client_factory=factory, provider=provider, settings=settings, **options
+    )
+
+
+def _key(provider: str, api_key: str | None, options: dict[str, Any]) -> str:
+    env = options.pop("api_key_env", None)
+    optional = bool(options.pop("api_key_optional", False))
+    key = api_key or (os.environ.get(env) if env else None)
+    if not key:
+        if not optional:
+            where = f"set the environment variable {env}" if env else "pass api_key_env='NAME'"
+            raise ConfigurationError(f"no API key for {provider!r} models: {where} or pass api_key=...")
+        key = _NO_KEY
+    return key
+
+
+def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The headers the SDK would send: the key, organization and project from the environment, defaults."""
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "Authorization": f"Bearer {key}",
+        "Accept-Encoding": "gzip, deflate",
+    }
+    for name, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+        if os.environ.get(variable):
+            headers[name] = os.environ[variable]
+    return {**headers, **(extra or {})}
+
+
+class OpenAIChatModel(ProviderModel):
+    """A model behind the Chat Completions API (``POST {base_url}/chat/completions``).
+
+    ``client`` is an ``AsyncOpenAI`` (its key, base URL, retries and timeout are used as they are).
+    ``settings`` are this model's defaults; a request's own settings override them.
+    """
+
+    _unreadable = (ChunkShapeError,)
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        client_factory: Callable[[], AsyncOpenAI] | None = None,
+        lean: Client | None = None,
+        secret: str | None = None,
+        provider: str = "openai",
+        settings: ModelSettings | None = None,
+        native_output: bool = True,
+        system_role: Literal["system", "developer"] = "system",
+        max_tokens_field: str = "max_tokens",
+        stream_usage: bool = True,
+        raw_invalid_arguments: bool = False,
+        tool_id_max_length: int | None = None,
+        reasoning_field: str | None = None,
+    ) -> None:
+        self._request = ChatRequest(
+            model_name,
+            provider,
+            native_output=native_output,
+            system_role=system_role,
+            max_tokens_field=max_tokens_field,
+            raw_invalid_arguments=raw_invalid_arguments,
+            tool_id_max_length=tool_id_max_length,
+            reasoning_field=reasoning_field,
+        )
+        if lean is not None:
+            clients: PerLoop[Any] = lean.pools
+            attempts, idle = lean.retry.attempts, lean.read_timeout
+        elif client is not None:
+            from .sdk import close_client, translate
+
+            clients = PerLoop(client, client_factory, close_client)
+            self._translate = translate
+            secret = client.api_key
+            timeout = client.timeout
+            idle = timeout if timeout is None or isinstance(timeout, int | float) else timeout.read
+            attempts = client.max_retries + 1
+        else:
+            raise ConfigurationError("OpenAIChatModel needs an AsyncOpenAI client (or use get_model)")
+        self._init_common(
+            model_name,
+            provider=provider,
+            settings=settings,
+            clients=clients,
+            secret=secret if secret != _NO_KEY else None,
+            attempts=attempts,
+            idle_timeout=idle,
+        )
+        self._lean = lean
+        self._stream_usage = stream_usage
+
+    @property
+    def base_url(self) -> str:
+        """The server's base URL (``.../v1/``)."""
+        if self._lean is not None:  # written as the SDK writes it: a path ends with "/"
+            endpoint = self._lean.endpoint
+            return endpoint.url + "/" if endpoint.path else endpoint.url
+        return str(self._clients.first.base_url)
+
+    def _send(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> Awaitable[ModelResponse]:
+        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
+        # waiting conversation (and for the stream, no reference to the body kept here).
+        if stream:
+            return self._stream(self._request.body(request, settings), on_event)
+        return self._plain(self._request.body(request, settings))
+
+    async def _plain(self, body: dict[str, Any]) -> ModelResponse:
+        self._sent(body)
+        if self._lean is not None:
+            # Encoded now, and the dicts let go: at thousands of conversations waiting for their
+            # answers, every object kept alive meanwhile is scanned by the garbage collector.
+            payload = dumps(body)
+            del body
+            data = await self._lean.post_json(_PATH, payload)
+        else:
+            data = await self._clients.get().post(_PATH, body=body, cast_to=object)
+            if isinstance(data, str):  # the server did not say application/json
+                data = json.loads(data)
+        self._received(data)
+        return parse_completion(data, self.provider)
+
+    async def _stream(self, body: dict[str, Any], on_event: EventHandler | None) -> ModelResponse:
+        body["stream"] = True
+        if self._stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        self._sent(body)
+        chunks: ChunkStream | SSEChunks
+        if self._lean is not None:
+            payload = dumps(body)
+            del body  # as in _send: nothing of the request is kept while the answer streams
+            chunks = SSEChunks(await self._lean.post(_PATH, payload))
+        else:
+            from .sdk import ChunkStream
+
+            client = self._clients.get()
+            chunks = await client.post(_PATH, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
+        reader = ChatStreamReader(self.provider, on_event)
+        try:
+            if isinstance(chunks, SSEChunks) and not listening():
+                await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
+            else:
+                feed = reader.feed
+                async for chunk in self._tapped(aiter(chunks)):
+                    feed(chunk)
+        except ProviderError:
+            raise
+        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+            await chunks.close()
+            self._fail(exc, 1)
+        except BaseException:
+            await chunks.close()
+            raise
+        return reader.result(done=chunks.done)
+
+    def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
+        return read_error(error)
+
+
+def openai_codes(body: object, *codes: object) -> list[object]:
+    """The error codes of an OpenAI-style error: ``code`` and ``type``, from the exception and its body."""
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    found = list(codes)
+    if isinstance(error, Mapping):
+        found += [error.get("code"), error.get("type")]
+    return [code for code in found if isinstance(code, str) and code]
+
+
+def _error_message(body: object, default: str = "") -> str:
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    if isinstance(message, str) and message:
+        return message
+    return default or (str(error) if error else "An error occurred during streaming")
+
+
+def read_error(error: StatusError | StreamError) -> ErrorBody:
+    """The codes, message and error object of an OpenAI-style error (``{"error": {"message", "type", "code"}}``)."""
+    body = error.body
+    return openai_codes(body), _error_message(body, error.message), body

@@ -1,0 +1,224 @@
+"""Building a Chat Completions request body from the conversation, as plain dicts.
+
+What differs between servers on the request side is a named option with a per-provider default
+in the registry: ``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_length``,
+``reasoning_field``, and ``system_role``, ``native_output``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, assert_never
+
+from ...errors import ConfigurationError
+from ...messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ThinkingPart,
+    ToolCallMessage,
+    ToolCallStatus,
+    UserMessage,
+)
+from ...outcome import for_model
+from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
+from .schema import strict_schema
+
+__all__ = ["REASONING_FIELDS", "ChatRequest", "encode_arguments"]
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+class ChatRequest:
+    """The request bodies of one model: its name, its server's quirks, its tool list encoded once."""
+
+    def __init__(
+        self,
+        model: str,
+        provider: str,
+        *,
+        native_output: bool = True,
+        system_role: Literal["system", "developer"] = "system",
+        max_tokens_field: str = "max_tokens",
+        raw_invalid_arguments: bool = False,
+        tool_id_max_length: int | None = None,
+        reasoning_field: str | None = None,
+    ) -> None:
+        if system_role not in ("system", "developer"):
+            raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
+        if reasoning_field is not None and reasoning_field not in REASONING_FIELDS:
+            raise ConfigurationError(
+                f"reasoning_field must be one of {REASONING_FIELDS} or None, not {reasoning_field!r}"
+            )
+        self.model = model
+        self.provider = provider
+        self._native_output = native_output
+        self._system_role = system_role
+        self._max_tokens_field = max_tokens_field
+        self._raw_arguments = raw_invalid_arguments
+        self._id_limit = tool_id_max_length
+        self._reasoning_field = reasoning_field
+        self._tools_in: tuple[ToolDefinition, ...] | None = None
+        self._tools_out: list[dict[str, Any]] = []
+
+    def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
+        """The request body for ``request`` with the merged ``settings``."""
+        body: dict[str, Any] = {"model": self.model, "messages": self._messages(request.messages)}
+        if request.tools:
+            body["tools"] = self._tools(request.tools)
+            if request.tool_choice != "auto":
+                body["tool_choice"] = request.tool_choice
+            if settings.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = settings.parallel_tool_calls
+        if request.output is not None and self._native_output:
+            body["response_format"] = _response_format(request.output)
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            body[self._max_tokens_field] = settings.max_tokens
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if settings.stop:
+            body["stop"] = list(settings.stop)
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        if settings.extra:
+            body.update(settings.extra)
+        return body
+
+    def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
+        if tools != self._tools_in:  # the same definitions every turn (compared by identity first)
+            self._tools_out = [_tool(t) for t in tools]
+            self._tools_in = tools
+        return self._tools_out
+
+    def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        ids: Callable[[str], str] = IdMapper(max_length=self._id_limit) if self._id_limit else str
+        out: list[dict[str, Any]] = []
+        for item in turns(messages):
+            out.extend(self._turn(item, ids))
+        return out
+
+    def _turn(self, item: Turn, ids: Callable[[str], str]) -> list[dict[str, Any]]:
+        if isinstance(item, ToolBatch):
+            return self._batch(item, ids)
+        if isinstance(item, UserMessage):
+            return [{"role": "user", "content": item.text}]
+        if isinstance(item, AssistantMessage):
+            return [{"role": "assistant", "content": _assistant_text(item), **self._reasoning(item.thinking)}]
+        if isinstance(item, SystemMessage):
+            return [{"role": self._system_role, "content": item.text}]
+        assert_never(item)
+
+    def _batch(self, batch: ToolBatch, ids: Callable[[str], str]) -> list[dict[str, Any]]:
+        """One assistant turn with its tool calls, then one ``tool`` message per call, in order.
+
+        Arguments that were not valid JSON go back as they came where the server keeps them as
+        text (``raw_invalid_arguments``, OpenAI itself: the model sees its mistake); other servers
+        often parse them while building the prompt, so they get ``{}`` and the error result says
+        what was wrong.
+        """
+        calls = []
+        results = []
+        for call in batch.calls:
+            call_id = ids(call.tool_call_id)
+            function = {"name": call.tool_name, "arguments": _arguments(call, self._raw_arguments)}
+            calls.append({"id": call_id, "type": "function", "function": function})
+            content = call.content if call.status is ToolCallStatus.OK else for_model(call).text
+            results.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        turn = {"role": "assistant", "content": batch.text or None, "tool_calls": calls}
+        return [{**turn, **self._reasoning(batch.first.thinking)}, *results]
+
+    def _reasoning(self, thinking: tuple[ThinkingPart, ...]) -> dict[str, str]:
+        """The reasoning field for an assistant turn, on servers that read it back (``reasoning_field``)."""
+        if self._reasoning_field is None or not thinking:
+            return {}
+        text = "".join(part.text for part in own_thinking(thinking, self.provider) if not part.redacted)
+        return {self._reasoning_field: text} if text else {}
+
+
+def _assistant_text(message: AssistantMessage) -> str:
+    if message.refusal and message.refusal not in message.text:
+        return f"{message.text}\n{message.refusal}" if message.text else message.refusal
+    return message.text
+
+
+def _arguments(call: ToolCallMessage, raw: bool) -> str:
+    if call.raw_arguments is not None:
+        return call.raw_arguments if raw else "{}"
+    return encode_arguments(call.arguments)
+
+
+def encode_arguments(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly.
+
+    Every request sends every earlier call again, so this runs once per call per request.
+    """
+    items = []
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str:
+            text = _string(value)
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is bool:
+            text = "true" if value else "false"
+        elif value is None:
+            text = "null"
+        elif kind is float and math.isfinite(value):
+            text = float.__repr__(value)
+        else:
+            return _ARGUMENTS.encode(arguments)
+        if type(key) is not str:
+            return _ARGUMENTS.encode(arguments)
+        items.append(f"{_string(key)}: {text}")
+    return "{" + ", ".join(items) + "}"
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": strict_schema(tool.parameters) if tool.strict else _plain(tool.parameters),
+    }
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _response_format(output: OutputSchema) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "name": _SCHEMA_NAME.sub("_", output.name)[:64] or "output",
+        "schema": strict_schema(output.schema) if output.strict else _plain(output.schema),
+        "strict": output.strict,
+    }
+    if output.description:
+        schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": schema}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every mapping a plain dict and every tuple a list, ready for the SDK's JSON encoder."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""Arguments as ``json.dumps`` writes them; one encoder, since every request encodes every call again."""

@@ -1,0 +1,184 @@
+"""Reading a plain Chat Completions answer; what it shares with the stream reader (:mod:`.stream`).
+
+Both paths end in :func:`build_response`, so the same content gives the same text, tool calls,
+stop reason and usage whether it was streamed or not.
+
+Compatible servers bend the format; the stream reader accepts:
+
+* tool calls without ``id`` or with an id another call already has (a fresh ``call_<hex>`` id is
+  made, used for the call and its result alike);
+* fragments without ``index``: a fragment with a name (or an id not seen yet) opens a new call,
+  in order of appearance; one with a known id continues that call; one with neither index nor
+  name continues the last call opened;
+* arguments sent as a JSON object instead of a string;
+* two different calls sent at the same ``index`` (Ollama): a fragment with a new id and a name at
+  an index whose call is already complete starts a new call;
+* everything, including ``finish_reason`` and ``usage``, in a single chunk;
+* a stream that reaches ``[DONE]`` without any ``finish_reason`` (proxies relaying some upstream
+  providers): it is complete, and the stop reason is inferred (tool calls: ``TOOL_USE``, else
+  ``END_TURN``). Only a stream that ends before both is cut short.
+
+A call cut off by the output limit (``finish_reason: "length"``) keeps its arguments exactly as
+received and the response's stop reason is ``MAX_TOKENS``; the loop never runs such calls.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import ModelResponseError
+from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+from ..error_table import provider_error
+
+__all__ = ["build_response", "intact", "parse_completion", "raise_embedded_error", "usage_from"]
+
+_RawCall = tuple[str | None, str, str]
+"""(id as sent or None, name, arguments text) of one tool call before ids are made unique."""
+
+
+def usage_from(data: Mapping[str, Any] | None) -> Usage:
+    """Usage from a Chat Completions ``usage`` object (cached and reasoning tokens included)."""
+    if not data:
+        return Usage()
+    prompt_details = data.get("prompt_tokens_details") or {}
+    completion_details = data.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=data.get("prompt_tokens") or 0,
+        output_tokens=data.get("completion_tokens") or 0,
+        cache_read_tokens=prompt_details.get("cached_tokens") or 0,
+        reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
+    )
+
+
+def build_response(
+    *,
+    text: str,
+    refusal: str,
+    calls: list[_RawCall],
+    finish_reason: str | None,
+    usage: Mapping[str, Any] | None,
+    model: str | None,
+    reasoning: str,
+    provider: str,
+) -> ModelResponse:
+    """The neutral response for the parts of one answer, whichever path read them."""
+    truncated = finish_reason == "length"
+    tool_calls = _tool_calls(calls, truncated)
+    thinking = (ThinkingPart(intact(reasoning), provider=provider),) if reasoning else ()
+    return ModelResponse(
+        intact(text),
+        tool_calls,
+        _stop_reason(finish_reason, bool(tool_calls), bool(refusal)),
+        usage_from(usage),
+        thinking=thinking,
+        refusal=intact(refusal) or None,
+        model=model,
+    )
+
+
+def _stop_reason(finish_reason: str | None, has_calls: bool, refused: bool) -> StopReason:
+    if finish_reason == "length":
+        return StopReason.MAX_TOKENS
+    if finish_reason == "content_filter":
+        return StopReason.REFUSAL
+    if has_calls:  # "tool_calls", legacy "function_call", and servers that say "stop" anyway
+        return StopReason.TOOL_USE
+    if refused:
+        return StopReason.REFUSAL
+    return StopReason.END_TURN
+
+
+def _tool_calls(calls: list[_RawCall], truncated: bool) -> tuple[ToolCall, ...]:
+    seen: set[str] = set()
+    out = []
+    for call_id, name, arguments in calls:
+        if not call_id or call_id in seen:
+            call_id = f"call_{uuid.uuid4().hex}"
+        seen.add(call_id)
+        if not truncated:
+            arguments = intact(arguments)
+            if not arguments.strip():
+                arguments = "{}"
+        out.append(ToolCall(call_id, name, arguments))
+    return tuple(out)
+
+
+def intact(text: str) -> str:
+    """``text`` with surrogate pairs that arrived as separate ``\\u`` escapes joined again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _content_text(content: Any) -> str:
+    if not content:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    raise ModelResponseError(f"unexpected message content: {content!r}"[:300])
+
+
+def parse_completion(data: Any, provider: str) -> ModelResponse:
+    """The response for a plain (non-streamed) Chat Completions JSON body."""
+    try:
+        return _parse_completion(data, provider)
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        raise ModelResponseError(
+            f"{provider} returned a chat completion tooloop cannot read: {exc}", provider=provider
+        ) from exc
+
+
+def _parse_completion(data: Any, provider: str) -> ModelResponse:
+    if not isinstance(data, dict):
+        raise ModelResponseError(f"{provider} returned {type(data).__name__}, not a JSON object", provider=provider)
+    choices = data.get("choices")
+    if not choices:
+        raise_embedded_error(data, provider)
+        raise ModelResponseError(f"{provider} returned a chat completion without choices", provider=provider, body=data)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    calls: list[_RawCall] = []
+    for item in message.get("tool_calls") or ():
+        function = item.get("function") or {}
+        calls.append((item.get("id"), function.get("name") or "", _arguments_text(function.get("arguments"))))
+    legacy = message.get("function_call")
+    if legacy:
+        calls.append((None, legacy.get("name") or "", _arguments_text(legacy.get("arguments"))))
+    return build_response(
+        text=_content_text(message.get("content")),
+        refusal=message.get("refusal") or "",
+        calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=data.get("usage"),
+        model=data.get("model"),
+        reasoning=message.get("reasoning_content") or message.get("reasoning") or "",
+        provider=provider,
+    )
+
+
+def raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:
+    """An error object in a 200 body (proxies relaying an upstream failure) goes through the error table."""
+    error = data.get("error")
+    if not error:
+        return
+    fields = error if isinstance(error, dict) else {"message": str(error)}
+    code = fields.get("code")
+    status = code if isinstance(code, int) and 400 <= code < 600 else None
+    codes = [fields.get("code"), fields.get("type")]
+    message = str(fields.get("message") or error)
+    raise provider_error(provider, status=status, codes=codes, message=message, body=error)

@@ -1,0 +1,151 @@
+"""Building a Responses API request: instructions, input items, tools, output format, settings.
+
+Requests are stateless (``store=False``): reasoning items kept from earlier responses
+(``provider_data["openai-responses"]``) are sent back with the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, assert_never
+
+from ...errors import ConfigurationError
+from ...messages import AssistantMessage, ImageContent, Message, SystemMessage, TextContent, UserMessage
+from ...outcome import ToolOutcome, for_model, native_parts
+from ..base import ModelRequest, ModelSettings
+from ..openai_chat.schema import strict_schema
+from ..portable import IdMapper, ToolBatch, Turn, turns
+
+__all__ = ["PROVIDER", "ResponsesRequest"]
+
+PROVIDER = "openai-responses"
+
+
+class ResponsesRequest:
+    """The request arguments of one model: its name, what it includes, its reasoning options."""
+
+    def __init__(self, model: str, *, include: list[str] | None, reasoning: dict[str, Any] | None) -> None:
+        self.model = model
+        self._include = include
+        self._reasoning = reasoning
+
+    def params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
+        """The ``responses.create`` arguments for ``request`` with the merged ``settings``."""
+        if settings.stop is not None or settings.seed is not None:
+            raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
+        instructions, items = _input(request.messages)
+        params: dict[str, Any] = {"model": self.model, "input": items, "store": False}
+        if instructions:
+            params["instructions"] = instructions
+        if self._include:
+            params["include"] = self._include
+        if self._reasoning:
+            params["reasoning"] = self._reasoning
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": strict_schema(t.parameters) if t.strict else dict(t.parameters),
+                    "strict": bool(t.strict),
+                }
+                for t in request.tools
+            ]
+            params["tool_choice"] = request.tool_choice
+        output = request.output
+        if output is not None:
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "name": output.name,
+                "schema": strict_schema(output.schema) if output.strict else dict(output.schema),
+                "strict": output.strict,
+            }
+            if output.description:
+                fmt["description"] = output.description
+            params["text"] = {"format": fmt}
+        for name, value in (
+            ("temperature", settings.temperature),
+            ("max_output_tokens", settings.max_tokens),
+            ("top_p", settings.top_p),
+            ("parallel_tool_calls", settings.parallel_tool_calls),
+        ):
+            if value is not None:
+                params[name] = value
+        if settings.extra:
+            params["extra_body"] = dict(settings.extra)
+        return params
+
+
+def _input(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``instructions`` (the leading system messages) and the input items."""
+    ids = IdMapper()
+    leading: list[str] = []
+    items: list[dict[str, Any]] = []
+    for item in turns(messages):
+        if isinstance(item, SystemMessage) and not items:
+            leading.append(item.text)
+        else:
+            items.extend(_items(item, ids))
+    return "\n\n".join(leading), items
+
+
+def _items(item: Turn, ids: IdMapper) -> list[dict[str, Any]]:
+    if isinstance(item, SystemMessage):
+        return [{"type": "message", "role": "developer", "content": item.text}]
+    if isinstance(item, UserMessage):
+        return [{"type": "message", "role": "user", "content": item.text}]
+    if isinstance(item, AssistantMessage):
+        text = item.text or item.refusal
+        return _reasoning(item.provider_data) + ([_output_message(text)] if text else [])
+    if isinstance(item, ToolBatch):
+        return _batch_items(item, ids)
+    assert_never(item)
+
+
+def _reasoning(provider_data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    data = provider_data.get(PROVIDER) or {}
+    return [dict(r) for r in data.get("reasoning") or ()]
+
+
+def _output_message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def _batch_items(batch: ToolBatch, ids: IdMapper) -> list[dict[str, Any]]:
+    items = _reasoning(batch.first.provider_data)
+    if batch.text:
+        items.append(_output_message(batch.text))
+    outputs: list[dict[str, Any]] = []
+    for call in batch.calls:
+        call_id = ids(call.tool_call_id)
+        arguments = call.raw_arguments if call.raw_arguments is not None else _json_text(call.arguments)
+        items.append({"type": "function_call", "call_id": call_id, "name": call.tool_name, "arguments": arguments})
+        outputs.append({"type": "function_call_output", "call_id": call_id, "output": _output(for_model(call))})
+    return items + outputs
+
+
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _output(outcome: ToolOutcome) -> str | list[dict[str, Any]]:
+    """The text of the outcome, or its text and images as input items when it has images."""
+    native = native_parts(outcome, _IMAGE_TYPES)
+    if native is None:
+        return outcome.text
+    return [_output_item(part) for part in native]
+
+
+def _output_item(part: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(part, TextContent):
+        return {"type": "input_text", "text": part.text}
+    return {"type": "input_image", "image_url": f"data:{part.mime_type};base64,{part.data}"}
+
+
+def _json_text(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(dict(arguments), ensure_ascii=False)

@@ -1,0 +1,219 @@
+"""JSON POST and SSE streams for every provider, on the lean HTTP stack (:mod:`.http`).
+
+A :class:`Client` sends ``POST {base_url}{path}`` with a JSON body and the provider's fixed
+headers (its key, version, user agent), retries as :mod:`.retry` says, and hands back the
+successful :class:`~.http.Response` (a plain answer read with :meth:`Client.post_json`, a stream
+decoded with :mod:`.sse`). Timeouts: connect, and idle (the longest wait for the next bytes).
+
+Failures are the transport's few errors, whichever path reported them (an SDK fallback translates
+its own exceptions into the same ones): :class:`~.http.TransportError` (and its
+:class:`~.http.ReadTimeout`, :class:`~.http.ConnectTimeout`) below HTTP, :class:`StatusError` for an
+error status, :class:`StreamError` for an ``error`` object inside a 200 stream. A provider reads
+their bodies; the one error table (``tooloop.models.error_table``) classifies them.
+
+JSON goes out through ``orjson`` when it is installed (the standard library otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .http import Endpoint, Pool, Response, TransportError
+from .perloop import PerLoop
+from .retry import RetryPolicy, retry_after
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is part of the provider extras
+    orjson = None  # type: ignore[assignment]
+
+__all__ = ["Client", "StatusError", "StreamError", "UnreadableError", "dumps", "fast_loads", "lean_eligible", "loads"]
+
+
+def dumps(body: Any) -> bytes:
+    """``body`` as compact UTF-8 JSON."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(body, default=_default)
+        except TypeError:  # e.g. an int beyond 64 bits: the standard library takes any size
+            pass
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_default).encode()
+
+
+def loads(data: bytes) -> Any:
+    """Parse JSON bytes (``json.JSONDecodeError`` on bad input)."""
+    if orjson is not None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # e.g. half a surrogate pair, which servers that escape non-ASCII may split across events
+    return json.loads(data)
+
+
+fast_loads: Callable[[bytes], Any] = orjson.loads if orjson is not None else json.loads
+"""The fastest JSON parser at hand, without :func:`loads`'s second chance (a ``ValueError`` on bad input)."""
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def lean_eligible(base_url: str) -> bool:
+    """True when the lean path can reach ``base_url`` the way the SDK would: http(s), no proxy set for it."""
+    try:
+        endpoint = Endpoint.parse(base_url)
+    except ValueError:
+        return False
+    proxies = urllib.request.getproxies_environment()
+    scheme = "https" if endpoint.tls else "http"
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return True
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return bool(bypass(endpoint.host, proxies))
+
+
+class StatusError(Exception):
+    """The server answered with an error status.
+
+    ``document`` is the whole body (parsed JSON, else its text, None when empty); ``body`` its
+    ``error`` object when it has one (as the SDKs keep it), else the document.
+    """
+
+    def __init__(
+        self, status: int, headers: Mapping[str, str] | None, document: object, message: str | None = None
+    ) -> None:
+        error = document.get("error", document) if isinstance(document, dict) else None
+        if message is None:
+            detail = error.get("message") if isinstance(error, dict) else None
+            message = f"Error code: {status}"
+            if isinstance(detail, str) and detail:
+                message += f" - {detail}"
+        super().__init__(message)
+        self.status = status
+        self.headers = headers
+        self.document = document
+        self.body = error if error is not None else document
+        self.message = message
+
+    @classmethod
+    def read(cls, status: int, headers: Mapping[str, str], data: bytes) -> StatusError:
+        """The error for an error response whose body is ``data``."""
+        text = data.decode("utf-8", "replace").strip()
+        document: object = text or None
+        try:
+            document = loads(data) if text else None
+        except ValueError:
+            pass
+        return cls(status, headers, document)
+
+
+class StreamError(Exception):
+    """An ``error`` object inside a 200 stream (``body``), with its message when it has one."""
+
+    def __init__(self, body: object, *, status: int | None = None) -> None:
+        message = body.get("message") if isinstance(body, dict) else None
+        self.message = message if isinstance(message, str) and message else "An error occurred during streaming"
+        super().__init__(self.message)
+        self.body = body
+        self.status = status
+        """The HTTP-like status the error object carries (Google's ``code``), if any."""
+        self.headers: Mapping[str, str] | None = None
+
+
+class UnreadableError(ValueError):
+    """An answer that is JSON but not in the shape the API sends (an SDK fallback's validation failure)."""
+
+
+class Client:
+    """``POST {base_url}{path}`` with a JSON body, answered with JSON or an SSE stream; one pool per event loop.
+
+    ``attempt_header`` names a header that carries the retry count (the Stainless SDKs send
+    ``x-stainless-retry-count``); ``retry`` is the policy (``max_retries=0`` when the caller
+    retries itself).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        retry: RetryPolicy,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        attempt_header: str | None = None,
+    ) -> None:
+        self.endpoint = Endpoint.parse(base_url)
+        self.retry = retry
+        self.read_timeout = read_timeout
+        sent = {name: value for name, value in headers.items() if name.lower() not in ("host", "content-length")}
+        fixed = "".join(f"{name}: {value}\r\n" for name, value in sent.items())
+        self._head = f"host: {self.endpoint.authority}\r\n{fixed}".encode()
+        self._counted = attempt_header is not None
+        self._tail = (
+            b"content-length: %d\r\n" + (f"{attempt_header}: %d\r\n".encode() if attempt_header else b"") + b"\r\n"
+        )
+        self._prefixes: dict[str, bytes] = {}
+
+        endpoint = self.endpoint  # not self: no cycle, so a dropped client's pool closes its sockets at once
+
+        def pool() -> Pool:
+            return Pool(endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout)
+
+        self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt."""
+        return self.retry.max_retries
+
+    async def aclose(self) -> None:
+        """Close every pooled connection on every loop."""
+        await self.pools.aclose()
+
+    async def post_json(self, path: str, body: Any) -> Any:
+        """Send ``body`` (or JSON already encoded, as bytes); the parsed JSON answer."""
+        response = await self.post(path, body)
+        return loads(await response.read())
+
+    async def post(self, path: str, body: Any) -> Response:
+        """Send ``body`` (or JSON already encoded, as bytes), retrying as the policy says; the
+        successful response, its body not yet read (a stream's events: :mod:`.sse`)."""
+        return await self._send(path, body if isinstance(body, bytes) else dumps(body))
+
+    async def _send(self, path: str, body: bytes) -> Response:
+        pool = self.pools.get()
+        policy = self.retry
+        attempt = 0
+        while True:
+            tail = self._tail % ((len(body), attempt) if self._counted else len(body))
+            try:
+                response = await pool.request(self._prefix(path) + tail, body)
+            except TransportError:
+                if attempt >= policy.max_retries:
+                    raise
+                await asyncio.sleep(policy.delay(attempt, None))
+                attempt += 1
+                continue
+            if response.status < 300:
+                return response
+            data = await response.read()
+            wait = retry_after(response.headers)
+            if attempt >= policy.max_retries or not policy.should_retry(response.status, response.headers, wait):
+                raise StatusError.read(response.status, response.headers, data)
+            await asyncio.sleep(policy.delay(attempt, wait))
+            attempt += 1
+
+    def _prefix(self, path: str) -> bytes:
+        prefix = self._prefixes.get(path)
+        if prefix is None:
+            target = self.endpoint.path + "/" + path.lstrip("/")
+            prefix = self._prefixes[path] = f"POST {target} HTTP/1.1\r\n".encode() + self._head
+        return prefix

@@ -1,0 +1,101 @@
+"""The one server-sent-events decoder: events split from body pieces as they arrive.
+
+Every provider's stream goes through :class:`SSEDecoder` (the fast paths for the usual one-line
+``data:`` events, the spec's general rule for anything else) or :func:`sse_events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+__all__ = ["SSEDecoder", "sse_events"]
+
+_CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
+
+
+class SSEDecoder:
+    """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
+
+    Synchronous, so a reader takes every event of a piece in one go (a short answer usually
+    arrives in one piece). Lines end with LF or CRLF. Data not closed by a blank line when the
+    body ends is an incomplete event and is dropped, as the spec says.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""  # the start of an event whose blank line has not arrived
+
+    def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
+        """The events completed by ``piece``."""
+        buffer = self._buffer + piece if self._buffer else piece
+        if _CR in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        out: list[tuple[str | None, bytes]] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and _LF not in block:  # the usual event: one data line
+                out.append((None, block[6:]))
+            elif block.startswith(b"event: "):
+                _named(block, out)
+            elif block:
+                _event(block, out)
+        return out
+
+    def joined(self, piece: bytes, separator: bytes) -> tuple[bytes, int] | None:
+        """The usual piece, complete one-line ``data:`` events and nothing else, as their data joined
+        by ``separator`` and their number; None for any other piece, which is left for :meth:`data`
+        (or :meth:`feed`) to read."""
+        if self._buffer or not piece.startswith(b"data: ") or not piece.endswith(b"\n\n") or _CR in piece:
+            return None
+        datas = piece[6:-2].split(b"\n\ndata: ")
+        joined = separator.join(datas)
+        if _LF in joined:  # a line that is not a data line, or data on several lines
+            return None
+        return joined, len(datas)
+
+    def data(self, piece: bytes) -> list[bytes]:
+        """The data of the events completed by ``piece``, for readers that ignore event names."""
+        buffer = self._buffer + piece if self._buffer else piece
+        if _CR in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")
+        if buffer.startswith(b"data: ") and buffer.endswith(b"\n\n"):
+            datas = buffer[6:-2].split(b"\n\ndata: ")
+            if buffer.count(b"\n") == 2 * len(datas):  # only one-line data events, all complete: the usual piece
+                self._buffer = b""
+                return datas
+        return [data for _, data in self.feed(piece)]  # the general rule (the buffer is untouched so far)
+
+
+def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """A named event: usually one ``event:`` line and one ``data:`` line (else the general rule)."""
+    end = block.find(_LF)
+    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(_LF, end + 1) < 0:
+        out.append((block[7:end].decode(), block[end + 7 :]))
+    else:
+        _event(block, out)
+
+
+def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
+    """The event of ``block`` (its lines, without the blank line that ended it), if it has data."""
+    name: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        field, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value.decode()
+    if data:
+        out.append((name, b"\n".join(data)))
+
+
+async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:
+    """Server-sent events from body pieces: ``(event name or None, data)`` per event."""
+    decoder = SSEDecoder()
+    async for piece in pieces:
+        for event in decoder.feed(piece):
+            yield event
