@@ -52,7 +52,12 @@ def test_a_third_party_provider_registers_like_the_built_in_ones() -> None:
     assert CREATED[-1]["settings"] == ModelSettings(temperature=0.3, stream=False)
 
 
-def test_a_named_configuration_supplies_model_settings_and_system_prompt_and_the_agent_overrides_them() -> None:
+def test_a_named_configuration_supplies_model_settings_and_system_prompt_and_the_agent_overrides_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tooloop.models import registry
+
+    monkeypatch.setattr(registry, "_CONFIGS", dict(registry._CONFIGS))  # gone when the test ends
     register_model_config(
         ModelConfig(id="fast", provider="capture", model="m1", temperature=0.2, max_tokens=100, system="Be fast.")
     )

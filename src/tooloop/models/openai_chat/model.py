@@ -90,7 +90,7 @@ def create(
 
     The key is ``api_key``, else the environment variable ``api_key_env``. Options (see
     docs/providers.md): ``max_retries`` (2), ``timeout`` (seconds without a byte, default
-    :data:`~tooloop.models._adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
+    :data:`~tooloop.models.adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
     ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
     ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
     ``tool_id_max_length`` and ``reasoning_field``, and ``transport`` (``"lean"``, the default, or
