@@ -120,8 +120,8 @@ async def main(turns: int, rounds: int) -> None:
     from _floor_http import FloorClient
 
     from tooloop.models.adapter import DEFAULT_TIMEOUT
-    from tooloop.models.gemini.sdk import arguments, client_factory
     from tooloop.models.gemini import GeminiModel
+    from tooloop.models.gemini.sdk import arguments, client_factory
 
     ctx = multiprocessing.get_context("spawn")
     urls, stop = ctx.Queue(), ctx.Event()

@@ -14,8 +14,8 @@ import pytest
 from tooloop.errors import ModelResponseError
 from tooloop.events import ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from tooloop.messages import StopReason, ToolCall
-from tooloop.models.openai_chat.stream import ChatStreamReader
 from tooloop.models.openai_chat.chunks import Chunk, decode
+from tooloop.models.openai_chat.stream import ChatStreamReader
 
 
 def _chunks(*deltas: dict[str, Any], finish: str | None = None) -> list[Chunk]:

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from tooloop.transport.sse import SSEDecoder, sse_events
+from tooloop.models.openai_chat.chunks import ChunkShapeError
 from tooloop.models.openai_chat.stream import SSEChunks
 from tooloop.transport.client import StreamError
-from tooloop.models.openai_chat.chunks import ChunkShapeError
+from tooloop.transport.sse import SSEDecoder, sse_events
 
 BODIES = {
     "openai": (
