@@ -512,6 +512,12 @@ def _resolve(options: _Options) -> RunConfig:
         if t.name not in options.denied_tools and (allowed is None or t.name in allowed)
     }
     denied = frozenset(t.name for t in options.tools if t.name not in tools) | options.denied_tools
+    own = frozenset(t.name for t in options.tools)
+    unresolved = {
+        parameter: names - own
+        for parameter, names in (("allowed_tools", allowed or frozenset()), ("denied_tools", options.denied_tools))
+        if options.sources and names - own
+    }
     return RunConfig(
         model=model,
         system=system,
@@ -519,6 +525,7 @@ def _resolve(options: _Options) -> RunConfig:
         sources=options.sources,
         allowed=allowed,
         denied=denied,
+        unresolved=unresolved,
         limits=options.limits,
         settings=settings,
         output=options.output,

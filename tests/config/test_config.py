@@ -418,3 +418,39 @@ def test_at_name_in_a_loaded_file_reads_that_files_models(tmp_path: Path, monkey
     agent = tooloop.load_agent("a", path=loaded)
     assert agent.model.name == "test:echo"
     assert agent.system == "From the loaded file."
+
+
+async def test_an_excluded_name_that_no_server_tool_has_is_an_error_not_ignored(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        f"""
+        [mcp_servers.time]
+        command = "{need(TIME_SERVER)}"
+        prefix = "time_"
+
+        [agents.a]
+        model = "test:echo"
+        mcp_servers = ["time"]
+        exclude_tools = ["time_get_curent_time"]
+        """,
+    )
+    agent = tooloop.load_agent("a", path=path)
+    try:
+        async with agent:
+            with pytest.raises(ConfigurationError) as caught:
+                await agent.run("what time is it?")
+    finally:
+        await agent.aclose()
+    assert str(caught.value).startswith(
+        "denied_tools (exclude_tools in tooloop.toml) names 'time_get_curent_time', which is no tool of this "
+        "agent nor of its tool sources (time); its tools: time_convert_time, time_get_current_time"
+    )
+    server = MCPServer.stdio(need(TIME_SERVER), prefix="time_")
+    typo = Agent("test:echo", tools=[server], allowed_tools=["time_convert_tim"])
+    try:
+        with pytest.raises(ConfigurationError, match=r"^allowed_tools names 'time_convert_tim', which is no tool"):
+            await typo.run("convert")
+        right = await Agent("test:echo", tools=[server], allowed_tools=["time_convert_time"]).run("convert")
+        assert right.error is None
+    finally:
+        await server.aclose()

@@ -34,6 +34,9 @@ class RunConfig:
     allowed: frozenset[str] | None = None
     """Only tools with these names are offered (None: all but the denied)."""
     denied: frozenset[str] = frozenset()
+    unresolved: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Names of ``allowed_tools`` / ``denied_tools`` (by parameter) that are none of the agent's own
+    tools: each must be a tool of a source, checked when the sources first list theirs."""
     limits: Limits = field(default_factory=Limits)
     settings: ModelSettings = field(default_factory=ModelSettings)
     output: OutputSpec | None = None

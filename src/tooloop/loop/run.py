@@ -39,6 +39,7 @@ from ..models.base import ModelRequest, ToolChoice
 from ..models.payloads import listen
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
+from ..tools.tool import Tool
 from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
@@ -113,6 +114,7 @@ class Run:
         self.provider = provider_of(config.model)
         self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
         self.watch: Watch | None = None
+        self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -280,6 +282,9 @@ class Run:
             return
         listed = await asyncio.gather(*(source.list_tools() for source in self.config.sources))
         tools, config = dict(self.config.tools), self.config
+        if config.unresolved and not self._names_checked:
+            self._names_checked = True
+            _check_source_names(config, listed)
         for source, offered in zip(self.config.sources, listed, strict=True):
             for tool in offered:
                 if tool.name in config.denied or (config.allowed is not None and tool.name not in config.allowed):
@@ -556,6 +561,22 @@ class Run:
 _NOTHING_TO_CONTINUE = (
     "prompt is None and session {session!r} holds no conversation to continue; pass the user's message"
 )
+
+
+def _check_source_names(config: RunConfig, listed: Sequence[Sequence[Tool]]) -> None:
+    """A name in ``allowed_tools`` / ``denied_tools`` that no tool has is a mistake (a typo in a
+    denial would leave the tool offered): say which, with the tools there are."""
+    offered = {tool.name for tools in listed for tool in tools}
+    for parameter, names in config.unresolved.items():
+        unknown = sorted(names - offered)
+        if unknown:
+            sources = ", ".join(source.name for source in config.sources)
+            known = ", ".join(sorted(offered | set(config.tools))) or "none"
+            shown = "denied_tools (exclude_tools in tooloop.toml)" if parameter == "denied_tools" else parameter
+            raise ConfigurationError(
+                f"{shown} names {', '.join(map(repr, unknown))}, which is no tool of this agent nor of its "
+                f"tool sources ({sources}); its tools: {known}. Check the spelling"
+            )
 
 
 def _as_call(slot: Slot) -> ToolCall:
