@@ -68,6 +68,7 @@ PUBLIC = [
     "StopReason",
     "Store",
     "StoreError",
+    "StoreUnavailableError",
     "SyncEventStream",
     "SystemMessage",
     "TextContent",
