@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -12,24 +11,37 @@ __all__ = ["REDACTED", "looks_secret", "scrub", "scrub_body", "scrub_json"]
 MASK = "***"
 
 
+_EDGE = "[A-Za-z0-9_\\-]"
+"""A character a key is made of: an occurrence of the key with one of these next to it is part of
+a longer word (``"k"`` in ``"check"``), not the key."""
+
+
 def scrub(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` masked."""
-    if secret and secret in text:
-        return text.replace(secret, MASK)
-    return text
+    """``text`` with ``secret`` masked wherever it stands as a value of its own (``Bearer KEY``,
+    ``key=KEY``, ``"KEY"``, ``KEY.``), never inside a longer word: a one-letter key must not
+    rewrite every word holding that letter."""
+    if not secret or secret not in text:
+        return text
+    return re.sub(f"(?<!{_EDGE}){re.escape(secret)}(?!{_EDGE})", MASK, text)
 
 
 def scrub_body(body: Any, secret: str | None) -> Any:
-    """An error body (JSON-like or not) with ``secret`` masked wherever it appears."""
-    if not secret or body is None:
+    """An error body with ``secret`` masked field by field: a field named like a credential
+    (``api_key``, ``key``, ``authorization``...) that holds the key is masked whole, other strings
+    as :func:`scrub` does."""
+    if not secret or body is None or isinstance(body, bool | int | float):
         return body
-    try:
-        encoded = json.dumps(body)
-    except (TypeError, ValueError):
-        return scrub(str(body), secret)
-    if secret not in encoded:
-        return body
-    return json.loads(encoded.replace(secret, MASK))
+    if isinstance(body, Mapping):
+        return {key: _field(str(key), value, secret) for key, value in body.items()}
+    if isinstance(body, list | tuple):
+        return [scrub_body(item, secret) for item in body]
+    return scrub(body if isinstance(body, str) else str(body), secret)
+
+
+def _field(key: str, value: Any, secret: str) -> Any:
+    if isinstance(value, str) and secret in value and (looks_secret(key) or key.lower() == "key"):
+        return MASK
+    return scrub_body(value, secret)
 
 
 REDACTED = "<redacted>"

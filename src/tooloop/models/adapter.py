@@ -37,6 +37,7 @@ __all__ = [
     "ProviderModel",
     "Translate",
     "check_retries",
+    "exposes_key",
     "root_cause",
 ]
 
@@ -127,10 +128,14 @@ class ProviderModel(ClientModel, ABC):
         stream = self._wants_stream(settings, on_event)
         try:
             return await self._send(request, settings, stream, on_event)
-        except ProviderError:
-            raise
+        except ProviderError as exc:
+            error = exc
         except Exception as exc:
-            self._fail(exc, self._attempts)
+            error = self._failure(exc, self._attempts)
+        # Raised here, outside the handlers: the SDK's exception (which may quote the key) is not
+        # kept as the error's context; it stays its cause only when no exception of it quotes the key.
+        error.__context__ = None
+        raise error
 
     def _sent(self, body: Any) -> None:
         """Show the request body to a payload listener (see :mod:`.payloads`)."""
@@ -187,15 +192,18 @@ class ProviderModel(ClientModel, ABC):
         """The codes, message and body of a failure the server reported (in ``error.body`` / ``document``)."""
 
     def _fail(self, exc: Exception, attempts: int) -> NoReturn:
-        """Raise the tooloop error for ``exc`` (``exc`` itself when it is not a provider failure).
+        """Raise the tooloop error for ``exc`` (``exc`` itself when it is not a provider failure)."""
+        raise self._failure(exc, attempts)
 
-        The chain to ``exc`` is cut when its text holds the key.
-        """
+    def _failure(self, exc: Exception, attempts: int) -> ProviderError:
+        """The tooloop error for ``exc``, caused by ``exc`` unless an exception of its chain quotes
+        the key (raises ``exc`` itself when it is not a provider failure)."""
         error = self._error(exc, attempts)
         if error is None:
             raise exc
-        leaky = self._secret is not None and self._secret in f"{exc} {exc!r} {root_cause(exc)!r}"
-        raise error from (None if leaky else exc)
+        error.__cause__ = None if exposes_key(exc, self._secret) else exc
+        error.__suppress_context__ = True
+        return error
 
     def _transport_error(self, exc: BaseException, attempts: int, *, timed_out: bool) -> ProviderError:
         if timed_out:
@@ -203,6 +211,24 @@ class ProviderModel(ClientModel, ABC):
         cause = root_cause(exc)
         detail = str(cause) or type(cause).__name__
         return connection_error(self.provider, self.base_url, attempts, detail, secret=self._secret)
+
+
+def exposes_key(exc: BaseException, secret: str | None) -> bool:
+    """True when ``exc``, or an exception it was raised from or while handling, quotes ``secret``
+    (in its text, its repr, or the body or response it carries)."""
+    if not secret:
+        return False
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if secret in f"{current} {current!r} {getattr(current, 'body', '')} {getattr(current, 'response', '')}":
+            return True
+        pending += [current.__cause__, current.__context__]
+    return False
 
 
 def root_cause(exc: BaseException) -> BaseException:
