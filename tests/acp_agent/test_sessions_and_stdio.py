@@ -215,3 +215,52 @@ async def test_a_prompt_sent_just_before_stdin_closes_is_answered_and_stored(wir
         stored = await opened.load(session)
     assert [m.kind for m in stored] == ["user", "tool_call", "assistant"]
     assert stored[1].status is ToolCallStatus.OK and stored[-1].text == "It is 5."  # type: ignore[union-attr]
+
+
+def test_a_permission_a_file_cannot_answer_is_refused_and_the_prompt_answered(wire: WireServer, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+
+    async def stored_session() -> None:
+        async with open_store(store) as opened:
+            await opened.append("known", [UserMessage("hello"), AssistantMessage("hi")])
+
+    asyncio.run(stored_session())
+    wire.queue(tool_reply(("d1", "delete_file", '{"path": "notes.txt"}')), text_reply("I could not delete it."))
+    given = tmp_path / "in.jsonl"
+    given.write_text(
+        _lines(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/load",
+                "params": {"sessionId": "known", "cwd": str(ROOT), "mcpServers": []},
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": "known", "prompt": [{"type": "text", "text": "delete notes.txt"}]},
+            },
+        )
+    )
+    out = tmp_path / "out.jsonl"
+    log = tmp_path / "log.txt"
+    with given.open("rb") as stdin, out.open("wb") as stdout:
+        finished = subprocess.run(
+            agent_command("--store", store),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=agent_env(wire, ACP_TEST_LOG=str(log)),
+            cwd=ROOT,
+            timeout=TIMEOUT,
+        )
+    assert finished.returncode == 0, finished.stderr.decode()
+    messages = [json.loads(line) for line in out.read_text().splitlines()]
+    asked = [m for m in messages if m.get("method") == "session/request_permission"]
+    assert len(asked) == 1
+    (answer,) = [m for m in messages if m.get("id") == 3 and "method" not in m]
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert not log.exists()  # the call was never run
+    assert "the user could not be asked" in wire.requests[1].json["messages"][-1]["content"]

@@ -135,21 +135,22 @@ class LineTransport:
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line (JSON escapes every newline inside strings)."""
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        asking = "id" in message and "method" in message
+        if asking:  # before the write: the client's answer may be read before this call returns
+            self._asked.add(message["id"])
+            self._changed.set()
         async with self._lock:
             self._writer.write(line.encode())
             await self._writer.drain()
-        if "id" in message:
-            if "method" in message:
-                self._asked.add(message["id"])
-            else:
-                self._unanswered.discard(message["id"])
+        if "id" in message and not asking:
+            self._unanswered.discard(message["id"])
             self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message, or None at the end of input (once everything received
         was answered)."""
-        if self._one_at_a_time:
-            await self._settled(lambda: not self._unanswered)
+        if self._one_at_a_time:  # read on only to find the answer to a question of ours (a permission)
+            await self._settled(lambda: not self._unanswered or bool(self._asked))
         while True:
             line = await self._read_line()
             if line is None:
