@@ -311,4 +311,4 @@ async def test_a_forced_plain_request_with_a_large_max_tokens_gets_a_longer_idle
     sent = [json.loads(r.body) for r in wire.requests]
     assert [("stream" in body, body["max_tokens"]) for body in sent] == [(False, 64_000), (False, 100)]
     assert model._idle_timeout == 120.0
-    assert [lean.pools.first.read_timeout for lean in model._long.values()] == [1800.0]  # an hour per 128k tokens
+    assert [lean.pools.first.read_timeout for lean in model._channel._long.values()] == [1800.0]  # an hour per 128k

@@ -21,7 +21,7 @@ from .._version import __version__
 from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
 from ..messages import ModelResponse
-from ..transport.client import StatusError, StreamError, UnreadableError
+from ..transport.client import Channel, StatusError, StreamError, Translate, UnreadableError
 from ..transport.http import ConnectTimeout, ReadTimeout, TransportError
 from ..transport.perloop import PerLoop
 from .base import ModelRequest, ModelSettings
@@ -35,7 +35,6 @@ __all__ = [
     "ClientModel",
     "ErrorBody",
     "ProviderModel",
-    "Translate",
     "check_retries",
     "exposes_key",
     "root_cause",
@@ -43,9 +42,6 @@ __all__ = [
 
 ErrorBody = tuple[list[object], str, object]
 """What a provider reads from its error JSON: the error codes, the message, the body kept on the error."""
-
-Translate = Callable[[Exception], Exception | None]
-"""An SDK fallback's translation of its SDK's exceptions into the transport's errors (None: not the SDK's)."""
 
 _NOT_JSON = (json.JSONDecodeError, UnicodeDecodeError)
 
@@ -62,11 +58,11 @@ USER_AGENT = f"tooloop/{__version__}"
 class ClientModel:
     """Base of the adapters that own clients: ``aclose()`` and ``async with`` close them."""
 
-    _clients: PerLoop[Any]
+    _channel: Channel
 
     async def aclose(self) -> None:
         """Close the clients' connections (the model cannot be used afterwards)."""
-        await self._clients.aclose()
+        await self._channel.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -85,6 +81,7 @@ class ProviderModel(ClientModel, ABC):
     _attempts: int
     """Requests one ``respond`` may make: the SDK's retries plus the first."""
     _idle_timeout: float | None
+    _clients: PerLoop[Any]
     _translate: Translate | None = None
     """Set on the SDK path: the SDK fallback's translation of its exceptions."""
     _unreadable: tuple[type[Exception], ...] = ()
@@ -96,18 +93,21 @@ class ProviderModel(ClientModel, ABC):
         *,
         provider: str,
         settings: ModelSettings | None,
-        clients: PerLoop[Any],
+        channel: Channel,
         secret: str | None,
-        attempts: int,
-        idle_timeout: float | None,
+        attempts: int | None = None,
     ) -> None:
+        """``channel``: the lean transport or the SDK fallback, chosen by the caller; ``attempts``
+        when the adapter retries itself (else the channel's)."""
         self._name = name
         self.provider = provider
         self._settings = settings or ModelSettings()
-        self._clients = clients
+        self._channel = channel
+        self._clients = channel.clients
+        self._translate = channel.translate
         self._secret = secret
-        self._attempts = attempts
-        self._idle_timeout = idle_timeout
+        self._attempts = attempts if attempts is not None else channel.attempts
+        self._idle_timeout = channel.read_timeout
 
     @property
     def name(self) -> str:
@@ -115,9 +115,9 @@ class ProviderModel(ClientModel, ABC):
         return self._name
 
     @property
-    @abstractmethod
     def base_url(self) -> str:
         """The URL requests go to."""
+        return self._channel.base_url
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r}, provider={self.provider!r}, base_url={self.base_url!r})"

@@ -20,7 +20,7 @@ import asyncio
 import json
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .http import Endpoint, Pool, Response, TransportError
 from .perloop import PerLoop
@@ -31,7 +31,17 @@ try:
 except ImportError:  # pragma: no cover - orjson is part of the provider extras
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["Client", "StatusError", "StreamError", "UnreadableError", "dumps", "fast_loads", "lean_eligible", "loads"]
+__all__ = [
+    "Channel",
+    "Client",
+    "StatusError",
+    "StreamError",
+    "UnreadableError",
+    "dumps",
+    "fast_loads",
+    "lean_eligible",
+    "loads",
+]
 
 
 def dumps(body: Any) -> bytes:
@@ -132,6 +142,53 @@ class UnreadableError(ValueError):
     """An answer that is JSON but not in the shape the API sends (an SDK fallback's validation failure)."""
 
 
+Translate = Callable[[Exception], Exception | None]
+"""An SDK fallback's translation of its SDK's exceptions into the transport's errors (None: not the SDK's)."""
+
+
+class Channel(Protocol):
+    """The face an adapter sends through: the lean :class:`Client`, or an SDK fallback with the same
+    members (each provider's ``sdk.py``), chosen when the model is made; the adapter never asks which.
+
+    A provider's two channels add the same request methods (``post_json``, ``post_stream``...):
+    the lean one wraps :meth:`Client.post`'s response in the provider's stream reader, an SDK's
+    hands out its SDK's stream with the same members.
+    """
+
+    @property
+    def translate(self) -> Translate | None:
+        """None on the lean path; an SDK fallback's translation of its exceptions."""
+        ...
+
+    @property
+    def base_url(self) -> str:
+        """The URL requests go to, written as the SDKs write it."""
+        ...
+
+    @property
+    def attempts(self) -> int:
+        """Requests one call may make: the retries plus the first."""
+        ...
+
+    @property
+    def read_timeout(self) -> float | None:
+        """Seconds without a byte before a request or stream fails."""
+        ...
+
+    @property
+    def clients(self) -> PerLoop[Any]:
+        """The connection pools (or SDK clients), one per event loop."""
+        ...
+
+    def encode(self, body: Any) -> Any:
+        """``body`` as it is sent (JSON bytes on the lean path, so the dicts can go at once)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close every connection (or client) on every loop."""
+        ...
+
+
 class Client:
     """``POST {base_url}{path}`` with a JSON body, answered with JSON or an SSE stream; one pool per event loop.
 
@@ -169,10 +226,32 @@ class Client:
 
         self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
 
+    translate: Translate | None = None
+
     @property
     def max_retries(self) -> int:
         """Retries after the first attempt."""
         return self.retry.max_retries
+
+    @property
+    def attempts(self) -> int:
+        """Requests one call may make: the retries plus the first."""
+        return self.retry.attempts
+
+    @property
+    def base_url(self) -> str:
+        """The base URL as the SDKs write it (a path ends with ``/``)."""
+        endpoint = self.endpoint
+        return endpoint.url + "/" if endpoint.path else endpoint.url
+
+    @property
+    def clients(self) -> PerLoop[Pool]:
+        """The connection pools, one per event loop."""
+        return self.pools
+
+    def encode(self, body: Any) -> bytes:
+        """``body`` as compact JSON bytes."""
+        return dumps(body)
 
     async def aclose(self) -> None:
         """Close every pooled connection on every loop."""

@@ -16,31 +16,31 @@ table. :mod:`.sdk` is the SDK fallback.
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
-from ...transport.client import Client, StatusError, StreamError, lean_eligible, loads
-from ...transport.http import ReadTimeout, Response
+from ...transport.client import StatusError, StreamError, lean_eligible, loads
+from ...transport.http import ReadTimeout
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
-from ...transport.sse import sse_events
 from ..adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
 from ..base import ModelRequest, ModelSettings
 from ..error_table import timeout_error
 from ..profiles import lookup_profile
 from .request import PROVIDER, build_body
 from .response import parse_message, read_error
-from .stream import read_stream
+from .stream import AnthropicClient, read_stream
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
+
+    from .sdk import SdkChannel
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicModel", "create"]
 
@@ -107,15 +107,15 @@ def create(
     headers = options.get("default_headers")
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     if transport == "lean" and lean_eligible(url or _ANTHROPIC_URL):
-        lean = functools.partial(
-            Client,
+        lean = AnthropicClient(
             url or _ANTHROPIC_URL,
             _lean_headers(key, headers),
             retry=RetryPolicy(max_retries),
             connect_timeout=connect,
+            read_timeout=idle,
             attempt_header="x-stainless-retry-count",
         )
-        return AnthropicModel(model_name, lean=lean(read_timeout=idle), lean_factory=lean, secret=key, **common)
+        return AnthropicModel(model_name, lean=lean, secret=key, **common)
     factory = _sdk().client_factory(key, url, max_retries, idle, connect, headers)
     return AnthropicModel(model_name, client=factory(), client_factory=factory, **common)
 
@@ -163,30 +163,6 @@ def _custom_headers(variable: str | None) -> dict[str, str]:
     return headers
 
 
-class _Events(Protocol):
-    """A streamed answer: ``(event name, data)`` pairs, and ``close`` to let the connection go."""
-
-    def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]: ...
-
-    async def close(self) -> None: ...
-
-
-class _LeanEvents:
-    """The events of one SSE answer on the lean transport."""
-
-    __slots__ = ("_response",)
-
-    def __init__(self, response: Response) -> None:
-        self._response = response
-
-    def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
-        return sse_events(self._response.iter_bytes())
-
-    async def close(self) -> None:
-        """Drop the connection unless the body was read to its end (then it is back in the pool)."""
-        self._response.close()
-
-
 class AnthropicModel(ProviderModel):
     """A Claude model behind the Anthropic Messages API.
 
@@ -202,8 +178,7 @@ class AnthropicModel(ProviderModel):
         *,
         client: AsyncAnthropic | None = None,
         client_factory: Callable[[], AsyncAnthropic] | None = None,
-        lean: Client | None = None,
-        lean_factory: Callable[..., Client] | None = None,
+        lean: AnthropicClient | None = None,
         secret: str | None = None,
         settings: ModelSettings | None = None,
         provider: str = PROVIDER,
@@ -211,49 +186,23 @@ class AnthropicModel(ProviderModel):
         thinking: Mapping[str, Any] | None = None,
         plain_any_size: bool = False,
     ) -> None:
+        channel: AnthropicClient | SdkChannel
         if lean is not None:
-            clients: PerLoop[Any] = lean.pools
-            attempts, idle = lean.retry.attempts, lean.read_timeout
+            channel = lean
         elif client is not None:
-            from .sdk import client_limits, close_client, translate
+            from .sdk import SdkChannel, close_client
 
-            clients = PerLoop(client, client_factory, close_client)
-            self._translate = translate
-            secret, attempts, idle = client_limits(client)
+            channel = SdkChannel(PerLoop(client, client_factory, close_client))
+            secret = channel.secret
         else:
             raise ConfigurationError("AnthropicModel needs an AsyncAnthropic client (or use get_model)")
-        self._init_common(
-            model_name,
-            provider=provider,
-            settings=settings,
-            clients=clients,
-            secret=secret,
-            attempts=attempts,
-            idle_timeout=idle,
-        )
-        self._lean = lean
-        self._lean_factory = lean_factory
-        self._long: dict[float, Client] = {}
+        self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=secret)
+        self._channel: AnthropicClient | SdkChannel = channel
         self._native_output = native_output
         self._thinking = thinking
         self._plain_limit = None if plain_any_size else _PLAIN_MAX_TOKENS
         profile = lookup_profile(model_name)
         self._default_max_tokens = profile.max_output_tokens if profile else DEFAULT_MAX_TOKENS
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL."""
-        if self._lean is not None:  # written as the SDK writes it: a path ends with "/"
-            endpoint = self._lean.endpoint
-            return endpoint.url + "/" if endpoint.path else endpoint.url
-        return str(self._clients.first.base_url)
-
-    async def aclose(self) -> None:
-        """Close the model's connections (the model cannot be used afterwards)."""
-        await super().aclose()
-        long, self._long = self._long, {}
-        for lean in long.values():
-            await lean.aclose()
 
     def _wants_stream(self, settings: ModelSettings, on_event: EventHandler | None) -> bool:
         if settings.stream is not None:
@@ -289,37 +238,23 @@ class AnthropicModel(ProviderModel):
 
     async def _plain(self, body: dict[str, Any], max_tokens: int) -> Any:
         long = self._plain_limit is not None and max_tokens > self._plain_limit  # plain forced by settings
-        timeout = max(600.0, 3600.0 * max_tokens / 128_000) if long else None
-        if self._lean is None:
-            from .sdk import post_plain
-
-            return await post_plain(self._clients.get(), body, timeout)
-        if timeout is None or self._lean_factory is None:
-            return await self._lean.post_json(_PATH, body)
-        lean = self._long_client(timeout)
+        if not long:
+            return await self._channel.post_json(_PATH, body)
+        timeout = max(600.0, 3600.0 * max_tokens / 128_000)
         try:
-            return await lean.post_json(_PATH, body)
-        except ReadTimeout:
-            raise timeout_error(self.provider, self.base_url, self._attempts, timeout, secret=self._secret) from None
-
-    def _long_client(self, timeout: float) -> Client:
-        """A client like the model's own whose idle timeout covers a whole long plain answer."""
-        lean = self._long.get(timeout)
-        if lean is None:
-            assert self._lean_factory is not None
-            lean = self._long[timeout] = self._lean_factory(read_timeout=timeout)
-        return lean
+            return await self._channel.post_long(_PATH, body, timeout)
+        except Exception as exc:
+            failure = (self._translate(exc) if self._translate is not None else None) or exc
+            if isinstance(failure, ReadTimeout):  # name the timeout this request had, not the usual one
+                raise timeout_error(
+                    self.provider, self.base_url, self._attempts, timeout, secret=self._secret
+                ) from None
+            raise
 
     async def _stream(
         self, body: dict[str, Any], on_event: EventHandler | None, output_tool: str | None
     ) -> ModelResponse:
-        events: _Events
-        if self._lean is not None:
-            events = _LeanEvents(await self._lean.post(_PATH, body))
-        else:
-            from .sdk import open_stream
-
-            events = await open_stream(self._clients.get(), body)
+        events = await self._channel.post_stream(_PATH, body)
         try:
             return await read_stream(self._tapped(aiter(events), _payload), on_event, output_tool)
         except ProviderError:

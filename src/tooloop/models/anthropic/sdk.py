@@ -20,8 +20,10 @@ from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
 from ...transport.client import StatusError, StreamError, UnreadableError
 from ...transport.http import ReadTimeout, TransportError
+from ...transport.perloop import PerLoop
 
 __all__ = [
+    "SdkChannel",
     "SdkEvents",
     "client_factory",
     "client_limits",
@@ -111,3 +113,38 @@ def translate(exc: Exception) -> Exception | None:
 def _chained(error: Exception, cause: Exception) -> Exception:
     error.__cause__ = cause
     return error
+
+
+class SdkChannel:
+    """The SDK fallback behind the transport's face: ``AsyncAnthropic`` clients, one per event loop."""
+
+    translate = staticmethod(translate)
+
+    def __init__(self, clients: PerLoop[AsyncAnthropic]) -> None:
+        self.clients = clients
+        self.secret, self.attempts, self.read_timeout = client_limits(clients.first)
+
+    @property
+    def base_url(self) -> str:
+        """The client's base URL."""
+        return str(self.clients.first.base_url)
+
+    def encode(self, body: Any) -> Any:
+        """The body as the SDK takes it: the dicts themselves."""
+        return body
+
+    async def post_json(self, path: str, body: Any) -> Any:
+        """Send a plain request; the answer's parsed JSON."""
+        return await post_plain(self.clients.get(), body, None)
+
+    async def post_long(self, path: str, body: Any, idle: float) -> Any:
+        """Send a plain request whose answer may take ``idle`` seconds to start."""
+        return await post_plain(self.clients.get(), body, idle)
+
+    async def post_stream(self, path: str, body: Any) -> SdkEvents:
+        """Send a streamed request; its events."""
+        return await open_stream(self.clients.get(), body)
+
+    async def aclose(self) -> None:
+        """Close every client this channel made."""
+        await self.clients.aclose()

@@ -7,16 +7,20 @@ them; deltas become events only when somebody listens. An ``error`` event raises
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import StreamError, loads
+from ...transport.client import Client, StreamError, loads
+from ...transport.http import Response
+from ...transport.retry import RetryPolicy
+from ...transport.sse import sse_events
 from .response import PROVIDER, assemble
 
-__all__ = ["read_stream"]
+__all__ = ["AnthropicClient", "LeanEvents", "read_stream"]
 
 
 class _Block:
@@ -142,3 +146,64 @@ async def read_stream(
             "the Anthropic stream ended before message_stop; the response is incomplete", provider=PROVIDER
         )
     return state.response(output_tool)
+
+
+class LeanEvents:
+    """The events of one SSE answer on the lean transport: ``(event name, data)`` pairs."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: Response) -> None:
+        self._response = response
+
+    def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
+        return sse_events(self._response.iter_bytes())
+
+    async def close(self) -> None:
+        """Drop the connection unless the body was read to its end (then it is back in the pool)."""
+        self._response.close()
+
+
+class AnthropicClient(Client):
+    """The lean transport's client, with the Messages API stream and long plain answers."""
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        retry: RetryPolicy,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        attempt_header: str | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            headers,
+            retry=retry,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            attempt_header=attempt_header,
+        )
+        self._make = functools.partial(
+            Client, base_url, headers, retry=retry, connect_timeout=connect_timeout, attempt_header=attempt_header
+        )
+        self._long: dict[float, Client] = {}
+
+    async def post_stream(self, path: str, body: Any) -> LeanEvents:
+        """Send an encoded body asking for a stream; its events."""
+        return LeanEvents(await self.post(path, body))
+
+    async def post_long(self, path: str, body: Any, idle: float) -> Any:
+        """:meth:`post_json` with an idle timeout that covers a whole long plain answer."""
+        client = self._long.get(idle)
+        if client is None:
+            client = self._long[idle] = self._make(read_timeout=idle)
+        return await client.post_json(path, body)
+
+    async def aclose(self) -> None:
+        """Close every pooled connection, the long answers' too."""
+        await super().aclose()
+        long, self._long = self._long, {}
+        for client in long.values():
+            await client.aclose()

@@ -23,24 +23,25 @@ import math
 import os
 import platform
 import re
-from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
-from ...transport.client import Client, StatusError, StreamError, lean_eligible, loads
+from ...transport.client import StatusError, StreamError, lean_eligible
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy, retry_after
 from ..adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
 from ..base import ModelRequest, ModelSettings
 from ..payloads import listening
-from .request import PROVIDER, GeminiRequest, with_extra
+from .request import PROVIDER, GeminiRequest
 from .response import Reader, google_body, read_error
-from .stream import GeminiEvents
+from .stream import GeminiClient
 
 if TYPE_CHECKING:
     from google import genai
+
+    from .sdk import SdkChannel
 
 __all__ = ["GeminiModel", "create"]
 
@@ -106,49 +107,38 @@ class GeminiModel(ProviderModel):
         self._base = base_url or os.environ.get(_BASE_URL_ENV) or _DEFAULT_BASE_URL
         idle = idle_timeout(timeout)
         key = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
-        self._lean: Client | None = None
-        clients: PerLoop[Any]
-        if client is not None:
-            from .sdk import close_client, translate
-
-            clients = PerLoop(client, None, close_client)
-            self._translate = translate
-        else:
-            clients = self._own_clients(model_name, _checked_key(key), base_url, idle, transport)
-        if self._lean is not None and settings is not None:
-            with_extra({"generationConfig": {}}, settings.extra)  # refuse an unsendable field here, not per request
+        channel = self._channel_for(model_name, key, base_url, idle, transport, client)
+        if settings is not None:
+            channel.check_extra(settings.extra)
         self._init_common(
-            model_name,
-            provider=provider,
-            settings=settings,
-            clients=clients,
-            secret=key,
-            attempts=self._retry.attempts,
-            idle_timeout=idle,
+            model_name, provider=provider, settings=settings, channel=channel, secret=key, attempts=self._retry.attempts
         )
+        self._channel: GeminiClient | SdkChannel = channel
 
-    def _own_clients(self, name: str, key: str, base_url: str | None, idle: float, transport: str) -> PerLoop[Any]:
+    def _channel_for(
+        self, name: str, key: str | None, base_url: str | None, idle: float, transport: str, client: Any
+    ) -> GeminiClient | SdkChannel:
+        if client is not None:
+            from .sdk import SdkChannel, close_client
+
+            return SdkChannel(PerLoop(client, None, close_client), name, self._base, idle)
+        key = _checked_key(key)
         # The SDK sends its timeout as Google's X-Server-Timeout, a deadline for the whole
         # generation on Google's side; that deadline stays generous.
         deadline = str(max(_SERVER_DEADLINE, math.ceil(idle)))
         if transport == "lean" and lean_eligible(self._base):
             resource = name if name.startswith(("models/", "tunedModels/")) else f"models/{name}"
-            connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
-            self._lean = Client(
+            return GeminiClient(
                 self._base,
+                f"{_API_VERSION}/{resource}",
                 _headers(key, deadline),
-                retry=RetryPolicy(0),  # retried here, as on the SDK path
-                connect_timeout=connect,
+                connect_timeout=min(idle, DEFAULT_CONNECT_TIMEOUT),
                 read_timeout=idle,
             )
-            self._plain_path = f"{_API_VERSION}/{resource}:generateContent"
-            self._stream_path = f"{_API_VERSION}/{resource}:streamGenerateContent?alt=sse"
-            return self._lean.pools
-        from .sdk import client_factory, close_client, translate
+        from .sdk import SdkChannel, client_factory, close_client
 
-        self._translate = translate
         make = client_factory(key, base_url, idle, deadline)
-        return PerLoop(make(), make, close_client)
+        return SdkChannel(PerLoop(make(), make, close_client), name, self._base, idle)
 
     @property
     def base_url(self) -> str:
@@ -158,18 +148,17 @@ class GeminiModel(ProviderModel):
     @property
     def transport(self) -> str:
         """``"lean"`` or ``"sdk"``: the path this model's requests take."""
-        return "lean" if self._lean is not None else "sdk"
+        return "sdk" if self._translate is not None else "lean"
 
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        body = self._request.body(request, settings)
-        sent = with_extra(body, settings.extra) if self._lean is not None else body
+        sent = self._channel.prepare(self._request.body(request, settings), settings.extra)
         attempt = 0
         while True:
             reader = Reader(self._name, on_event)
             try:
-                return await self._once(sent, settings.extra, stream, reader)
+                return await self._once(sent, stream, reader)
             except ProviderError:
                 raise
             except Exception as exc:
@@ -182,53 +171,24 @@ class GeminiModel(ProviderModel):
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _once(
-        self, body: dict[str, Any], extra: Mapping[str, Any], stream: bool, reader: Reader
-    ) -> ModelResponse:
-        if self._lean is None:
-            return await self._once_sdk(body, extra, stream, reader)
-        self._sent(body)
+    async def _once(self, sent: dict[str, Any], stream: bool, reader: Reader) -> ModelResponse:
+        channel = self._channel
+        self._sent(channel.shown(sent))
         if not stream:
-            data = await (await self._lean.post(self._plain_path, body)).read()
-            data = loads(data) if data.strip() else {}
+            data = await channel.generate(sent)
             self._received(data)
             reader.add(data)
             return reader.finish(streamed=False)
-        events = GeminiEvents(await self._lean.post(self._stream_path, body))
-        if listening():
-            return await self._read_stream(aiter(events), reader, events)
+        events = await channel.stream(sent)
         try:
-            await events.read(reader.add)  # the hot path: no iterator between the body and the reader
+            if listening():
+                add = reader.add
+                async for chunk in self._tapped(aiter(events)):
+                    add(chunk)
+            else:
+                await events.read(reader.add)  # the hot path: no iterator between the body and the reader
         except BaseException:
             events.close()  # abandoned half way: the connection's state is unknown
-            raise
-        return reader.finish(streamed=True)
-
-    async def _once_sdk(
-        self, body: dict[str, Any], extra: Mapping[str, Any], stream: bool, reader: Reader
-    ) -> ModelResponse:
-        from . import sdk
-
-        client = self._clients.get()
-        args = sdk.arguments(body, extra)
-        self._sent({"model": self._name, **args})
-        if not stream:
-            data = await sdk.generate(client, self._name, args)
-            self._received(data)
-            reader.add(data)
-            return reader.finish(streamed=False)
-        return await self._read_stream(sdk.stream(client, self._name, args), reader, None)
-
-    async def _read_stream(
-        self, chunks: AsyncIterator[Any], reader: Reader, events: GeminiEvents | None
-    ) -> ModelResponse:
-        add = reader.add
-        try:
-            async for chunk in self._tapped(chunks):
-                add(chunk)
-        except BaseException:
-            if events is not None:
-                events.close()  # abandoned half way: the connection's state is unknown
             raise
         return reader.finish(streamed=True)
 

@@ -21,8 +21,9 @@ from google.genai import types as genai_types
 
 from ...transport.client import StatusError, StreamError
 from ...transport.http import ReadTimeout, TransportError
+from ...transport.perloop import PerLoop
 
-__all__ = ["arguments", "client_factory", "close_client", "generate", "stream", "translate"]
+__all__ = ["SdkChannel", "arguments", "client_factory", "close_client", "generate", "stream", "translate"]
 
 _API_VERSION = "v1beta"
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -118,3 +119,67 @@ def translate(exc: Exception) -> Exception | None:
 def _chained(error: Exception, cause: Exception) -> Exception:
     error.__cause__ = cause
     return error
+
+
+class SdkEvents:
+    """The chunks of one streamed answer through the SDK, as wire JSON, with the lean stream's members."""
+
+    def __init__(self, chunks: AsyncIterator[Any]) -> None:
+        self._chunks = chunks
+
+    async def read(self, take: Callable[[Any], None]) -> None:
+        """Call ``take`` with each chunk, in order, until the end of the stream."""
+        async for chunk in self._chunks:
+            take(chunk)
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._chunks
+
+    def close(self) -> None:
+        """Nothing to drop: the SDK's stream lets its connection go when it is collected."""
+
+
+class SdkChannel:
+    """The SDK fallback behind the transport's face: ``genai.Client`` clients (one per event loop)."""
+
+    translate = staticmethod(translate)
+    attempts = 1  # the SDK's retries stay off: the adapter retries
+    """Requests one call makes: the adapter's retries are counted by the adapter."""
+
+    def __init__(self, clients: PerLoop[genai.Client], model: str, base_url: str, read_timeout: float) -> None:
+        self.clients = clients
+        self._model = model
+        self._base_url = base_url
+        self.read_timeout = read_timeout
+
+    @property
+    def base_url(self) -> str:
+        """The base URL as given."""
+        return self._base_url
+
+    def encode(self, body: Any) -> Any:
+        """The arguments as the SDK takes them."""
+        return body
+
+    def check_extra(self, extra: Mapping[str, Any]) -> None:
+        """Every ``settings.extra`` field is the SDK's to judge."""
+
+    def prepare(self, body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+        """The SDK's ``contents`` and ``config`` for ``body``."""
+        return arguments(body, extra)
+
+    def shown(self, sent: dict[str, Any]) -> dict[str, Any]:
+        """What a payload listener sees of a request: the SDK call's arguments."""
+        return {"model": self._model, **sent}
+
+    async def generate(self, sent: dict[str, Any]) -> Any:
+        """One plain request; the answer as wire JSON."""
+        return await generate(self.clients.get(), self._model, sent)
+
+    async def stream(self, sent: dict[str, Any]) -> SdkEvents:
+        """One streamed request; its chunks as wire JSON."""
+        return SdkEvents(stream(self.clients.get(), self._model, sent))
+
+    async def aclose(self) -> None:
+        """Close every client this channel made."""
+        await self.clients.aclose()

@@ -6,14 +6,16 @@ An ``{"error": {...}}`` event raises the transport's :class:`~tooloop.transport.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
-from ...transport.client import StreamError, loads
+from ...transport.client import Client, StreamError, loads
 from ...transport.http import Response
+from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder
+from .request import with_extra
 
-__all__ = ["GeminiEvents"]
+__all__ = ["GeminiClient", "GeminiEvents"]
 
 
 class GeminiEvents:
@@ -59,3 +61,51 @@ class GeminiEvents:
     def close(self) -> None:
         """Drop the connection unless the body was read to its end."""
         self._response.close()
+
+
+class GeminiClient(Client):
+    """The lean transport's client for one model's two ``generateContent`` endpoints.
+
+    It does not retry: the adapter does, on both paths alike (a stream may fail after its start).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        resource: str,
+        headers: Mapping[str, str],
+        *,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> None:
+        super().__init__(
+            base_url, headers, retry=RetryPolicy(0), connect_timeout=connect_timeout, read_timeout=read_timeout
+        )
+        self._plain = f"{resource}:generateContent"
+        self._streamed = f"{resource}:streamGenerateContent?alt=sse"
+
+    @property
+    def base_url(self) -> str:
+        """The base URL as given."""
+        return self.endpoint.url
+
+    def check_extra(self, extra: Mapping[str, Any]) -> None:
+        """Refuse a ``settings.extra`` field this path cannot send (when the model is made, not per request)."""
+        with_extra({"generationConfig": {}}, extra)
+
+    def prepare(self, body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+        """What is sent for ``body``: ``settings.extra`` where the SDK would put it."""
+        return with_extra(body, extra)
+
+    def shown(self, sent: dict[str, Any]) -> dict[str, Any]:
+        """What a payload listener sees of a request: its body."""
+        return sent
+
+    async def generate(self, sent: dict[str, Any]) -> Any:
+        """One plain request; the parsed JSON answer (``{}`` for an empty body)."""
+        data = await (await self.post(self._plain, sent)).read()
+        return loads(data) if data.strip() else {}
+
+    async def stream(self, sent: dict[str, Any]) -> GeminiEvents:
+        """One streamed request; its events."""
+        return GeminiEvents(await self.post(self._streamed, sent))

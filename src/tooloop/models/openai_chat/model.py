@@ -19,7 +19,6 @@ in the registry (``register_provider(name, factory, **defaults)`` sets them for 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
-from ...transport.client import Client, StatusError, StreamError, dumps, lean_eligible
+from ...transport.client import StatusError, StreamError, lean_eligible
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
 from ..adapter import (
@@ -44,12 +43,12 @@ from ..payloads import listening
 from .chunks import ChunkShapeError
 from .request import ChatRequest
 from .response import parse_completion
-from .stream import ChatStreamReader, SSEChunks
+from .stream import ChatClient, ChatStreamReader
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from .sdk import ChunkStream
+    from .sdk import SdkChannel
 
 __all__ = ["OpenAIChatModel", "create"]
 
@@ -117,7 +116,7 @@ def create(
     headers = options.pop("default_headers", None)
     url = base_url or _OPENAI_URL
     if transport == "lean" and lean_eligible(url):
-        lean = Client(
+        lean = ChatClient(
             url,
             _lean_headers(key, headers),
             retry=RetryPolicy(max_retries),
@@ -176,7 +175,7 @@ class OpenAIChatModel(ProviderModel):
         *,
         client: AsyncOpenAI | None = None,
         client_factory: Callable[[], AsyncOpenAI] | None = None,
-        lean: Client | None = None,
+        lean: ChatClient | None = None,
         secret: str | None = None,
         provider: str = "openai",
         settings: ModelSettings | None = None,
@@ -198,39 +197,25 @@ class OpenAIChatModel(ProviderModel):
             tool_id_max_length=tool_id_max_length,
             reasoning_field=reasoning_field,
         )
+        channel: ChatClient | SdkChannel
         if lean is not None:
-            clients: PerLoop[Any] = lean.pools
-            attempts, idle = lean.retry.attempts, lean.read_timeout
+            channel = lean
         elif client is not None:
-            from .sdk import close_client, translate
+            from .sdk import SdkChannel, close_client
 
-            clients = PerLoop(client, client_factory, close_client)
-            self._translate = translate
-            secret = client.api_key
-            timeout = client.timeout
-            idle = timeout if timeout is None or isinstance(timeout, int | float) else timeout.read
-            attempts = client.max_retries + 1
+            channel = SdkChannel(PerLoop(client, client_factory, close_client))
+            secret = channel.secret
         else:
             raise ConfigurationError("OpenAIChatModel needs an AsyncOpenAI client (or use get_model)")
         self._init_common(
             model_name,
             provider=provider,
             settings=settings,
-            clients=clients,
+            channel=channel,
             secret=secret if secret != _NO_KEY else None,
-            attempts=attempts,
-            idle_timeout=idle,
         )
-        self._lean = lean
+        self._channel: ChatClient | SdkChannel = channel
         self._stream_usage = stream_usage
-
-    @property
-    def base_url(self) -> str:
-        """The server's base URL (``.../v1/``)."""
-        if self._lean is not None:  # written as the SDK writes it: a path ends with "/"
-            endpoint = self._lean.endpoint
-            return endpoint.url + "/" if endpoint.path else endpoint.url
-        return str(self._clients.first.base_url)
 
     def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
@@ -243,16 +228,12 @@ class OpenAIChatModel(ProviderModel):
 
     async def _plain(self, body: dict[str, Any]) -> ModelResponse:
         self._sent(body)
-        if self._lean is not None:
-            # Encoded now, and the dicts let go: at thousands of conversations waiting for their
-            # answers, every object kept alive meanwhile is scanned by the garbage collector.
-            payload = dumps(body)
-            del body
-            data = await self._lean.post_json(_PATH, payload)
-        else:
-            data = await self._clients.get().post(_PATH, body=body, cast_to=object)
-            if isinstance(data, str):  # the server did not say application/json
-                data = json.loads(data)
+        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
+        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
+        # collector.
+        payload = self._channel.encode(body)
+        del body
+        data = await self._channel.post_json(_PATH, payload)
         self._received(data)
         return parse_completion(data, self.provider)
 
@@ -261,19 +242,12 @@ class OpenAIChatModel(ProviderModel):
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
         self._sent(body)
-        chunks: ChunkStream | SSEChunks
-        if self._lean is not None:
-            payload = dumps(body)
-            del body  # as in _send: nothing of the request is kept while the answer streams
-            chunks = SSEChunks(await self._lean.post(_PATH, payload))
-        else:
-            from .sdk import ChunkStream
-
-            client = self._clients.get()
-            chunks = await client.post(_PATH, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
+        payload = self._channel.encode(body)
+        del body  # as in _plain: nothing of the request is kept while the answer streams
+        chunks = await self._channel.post_stream(_PATH, payload)
         reader = ChatStreamReader(self.provider, on_event)
         try:
-            if isinstance(chunks, SSEChunks) and not listening():
+            if not listening():
                 await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
             else:
                 feed = reader.feed

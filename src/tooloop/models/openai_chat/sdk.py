@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -16,8 +17,10 @@ from openai import AsyncOpenAI, AsyncStream
 
 from ...transport.client import StatusError, StreamError
 from ...transport.http import ReadTimeout, TransportError
+from ...transport.perloop import PerLoop
+from .chunks import Chunk, chunk_from
 
-__all__ = ["ChunkStream", "client_factory", "close_client", "translate"]
+__all__ = ["ChunkStream", "SdkChannel", "client_factory", "close_client", "translate"]
 
 _DRAIN_SECONDS = 0.5
 
@@ -45,6 +48,11 @@ class ChunkStream(AsyncStream[object]):
     """
 
     done = False
+
+    async def read(self, take: Callable[[list[Chunk]], None]) -> None:
+        """Call ``take`` with each chunk, as a chunk record, until ``[DONE]`` or the end of the body."""
+        async for data in self:
+            take([chunk_from(data)])
 
     async def __stream__(self) -> AsyncIterator[object]:
         response = self.response
@@ -96,3 +104,41 @@ def translate(exc: Exception) -> Exception | None:
 def _chained(error: Exception, cause: Exception) -> Exception:
     error.__cause__ = cause
     return error
+
+
+class SdkChannel:
+    """The SDK fallback behind the transport's face: ``AsyncOpenAI`` clients, one per event loop."""
+
+    translate = staticmethod(translate)
+
+    def __init__(self, clients: PerLoop[AsyncOpenAI]) -> None:
+        self.clients = clients
+        first = clients.first
+        timeout = first.timeout
+        self.read_timeout: float | None = (
+            timeout if timeout is None or isinstance(timeout, int | float) else timeout.read
+        )
+        self.attempts = first.max_retries + 1
+        self.secret = first.api_key
+
+    @property
+    def base_url(self) -> str:
+        """The client's base URL."""
+        return str(self.clients.first.base_url)
+
+    def encode(self, body: Any) -> Any:
+        """The body as the SDK takes it: the dicts themselves."""
+        return body
+
+    async def post_json(self, path: str, body: Any) -> Any:
+        """Send ``body``; the parsed JSON answer."""
+        data = await self.clients.get().post(path, body=body, cast_to=object)
+        return json.loads(data) if isinstance(data, str) else data  # a str: the server did not say JSON
+
+    async def post_stream(self, path: str, body: Any) -> ChunkStream:
+        """Send ``body`` asking for a stream; its chunks."""
+        return await self.clients.get().post(path, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
+
+    async def aclose(self) -> None:
+        """Close every client this channel made."""
+        await self.clients.aclose()

@@ -15,13 +15,13 @@ from ..._deadline import deadline
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import StreamError, fast_loads, loads
+from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import Response, TransportError
 from ...transport.sse import SSEDecoder
 from .chunks import UNSET, Chunk, ChunkDelta, ChunkToolCall, chunk_from, decode, decode_each
 from .response import build_response, intact
 
-__all__ = ["ChatStreamReader", "SSEChunks"]
+__all__ = ["ChatClient", "ChatStreamReader", "SSEChunks"]
 
 _DRAIN_SECONDS = 0.5
 
@@ -74,7 +74,7 @@ class ChatStreamReader:
     """Accumulates streamed ``chat.completion.chunk`` objects into a response.
 
     Events are built only when ``on_event`` is given. Call :meth:`feed_all` with the chunks of
-    each network read (decoded by :mod:`._openai_chunks`), or :meth:`feed` with each chunk decoded
+    each network read (decoded by :mod:`.chunks`), or :meth:`feed` with each chunk decoded
     to a dict, and :meth:`result` when the stream ends; a stream that ended
     without ``[DONE]`` and without a ``finish_reason`` was cut short and raises
     :class:`ProviderConnectionError`.
@@ -140,7 +140,7 @@ class ChatStreamReader:
         except _ListenerError as failure:  # the caller's handler failed: its own error, unchanged
             raise failure.error from None
 
-    def _walk(self, chunks: Iterable[Chunk]) -> None:  # noqa: C901 - one loop, few calls per chunk: the hot path
+    def _walk(self, chunks: Iterable[Chunk]) -> None:
         chunk = None
         try:
             for chunk in chunks:
@@ -151,31 +151,35 @@ class ChatStreamReader:
                 choices = chunk.choices
                 if not choices:
                     if choices is UNSET and not chunk.usage:  # neither a chunk nor the usage after the last
-                        raise ModelResponseError(
-                            f"{self._provider} streamed an object that is not a chunk (no choices)",
-                            provider=self._provider,
-                        )
+                        raise self._not_a_chunk()
                     continue
                 choice = choices[0]
-                delta = choice.delta
-                if delta is not None:
-                    if delta.content:
-                        self._add_text(delta.content)
-                    if delta.tool_calls:
-                        for fragment in delta.tool_calls:
-                            if not self._continued(fragment):
-                                self._add_call_fragment(fragment)
-                    if (
-                        delta.refusal is not None
-                        or delta.reasoning_content is not None
-                        or delta.reasoning is not None
-                        or delta.function_call is not None
-                    ):
-                        self._add_rare(delta)
+                if choice.delta is not None:
+                    self._delta(choice.delta)
                 if choice.finish_reason:
                     self._finish_reason = choice.finish_reason
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise self._unreadable(chunk) from exc
+
+    def _delta(self, delta: ChunkDelta) -> None:
+        if delta.content:
+            self._add_text(delta.content)
+        if delta.tool_calls:
+            for fragment in delta.tool_calls:
+                if not self._continued(fragment):
+                    self._add_call_fragment(fragment)
+        if (
+            delta.refusal is not None
+            or delta.reasoning_content is not None
+            or delta.reasoning is not None
+            or delta.function_call is not None
+        ):
+            self._add_rare(delta)
+
+    def _not_a_chunk(self) -> ModelResponseError:
+        return ModelResponseError(
+            f"{self._provider} streamed an object that is not a chunk (no choices)", provider=self._provider
+        )
 
     def _continued(self, fragment: ChunkToolCall) -> bool:
         """Take the usual fragment, more arguments text for a known call by its index; False for any other."""
@@ -482,3 +486,11 @@ def _cut(events: list[Any], errors: list[Any]) -> tuple[list[Any], Exception | N
         if error:
             return events[:position], StreamError(error)
     return events, None
+
+
+class ChatClient(Client):
+    """The lean transport's client, with the Chat Completions stream as :meth:`post_stream` hands it out."""
+
+    async def post_stream(self, path: str, body: Any) -> SSEChunks:
+        """Send an encoded body asking for a stream; its chunks."""
+        return SSEChunks(await self.post(path, body))

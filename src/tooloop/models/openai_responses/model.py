@@ -25,7 +25,7 @@ from ..adapter import DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, 
 from ..base import ModelRequest, ModelSettings
 from .request import PROVIDER, ResponsesRequest
 from .response import read, read_error
-from .sdk import close_client, make_client, translate
+from .sdk import ResponsesChannel, close_client, make_client
 from .stream import Streamer
 
 __all__ = ["OpenAIResponsesModel", "create"]
@@ -87,7 +87,6 @@ class OpenAIResponsesModel(ProviderModel):
             include=["reasoning.encrypted_content"] if include_reasoning else None,
             reasoning=dict(reasoning) if reasoning else None,
         )
-        self._translate = translate
         if client is None:
             make = functools.partial(
                 make_client,
@@ -97,25 +96,11 @@ class OpenAIResponsesModel(ProviderModel):
                 check_retries(max_retries),
                 idle_timeout(timeout),
             )
-            client = make()
-            clients = PerLoop(client, make, close_client)
+            channel = ResponsesChannel(PerLoop(make(), make, close_client))
         else:
-            clients = PerLoop(client, None, close_client)
-        read = client.timeout.read if isinstance(client.timeout, openai.Timeout) else client.timeout
-        self._init_common(
-            model_name,
-            provider=provider,
-            settings=settings,
-            clients=clients,
-            secret=client.api_key,
-            attempts=client.max_retries + 1,
-            idle_timeout=read,
-        )
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL (``.../v1``)."""
-        return str(self._clients.first.base_url)
+            channel = ResponsesChannel(PerLoop(client, None, close_client))
+        self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=channel.secret)
+        self._channel: ResponsesChannel = channel
 
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
@@ -123,10 +108,10 @@ class OpenAIResponsesModel(ProviderModel):
         params = self._request.params(request, settings)
         self._sent({**params, "stream": True} if stream else params)
         if not stream:
-            response = await self._clients.get().responses.create(**params)
+            response = await self._channel.create(params)
             self._received(response)
             return read(response)
-        events = await self._clients.get().responses.create(**params, stream=True)
+        events = await self._channel.create_stream(params)
         try:
             return await Streamer(on_event).run(self._tapped(events))
         except ProviderError:
