@@ -26,7 +26,7 @@ from .terminal import Terminal
 
 __all__ = ["LAZY_COMMANDS", "app", "main"]
 
-LAZY_COMMANDS: dict[str, str] = {"acp": "tooloop.acp.cli:app"}
+LAZY_COMMANDS: dict[str, str] = {"acp": "tooloop.acp.cli:app", "web": "tooloop.web.cli:app"}
 """Subcommands defined elsewhere: name -> ``"module:attribute"`` of a ``typer.Typer`` (or a
 click command), imported on first use. An extra that is not installed gives a command that says
 which one to install."""

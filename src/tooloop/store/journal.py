@@ -17,12 +17,31 @@ from ..messages import Message, Usage, UserMessage
 from ..transcript import Transcript
 from .base import Store
 
-__all__ = ["DEFAULT_STORE_URL", "SessionBinding", "SessionJournal", "SessionLease", "default_store_url"]
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "SessionBinding",
+    "SessionJournal",
+    "SessionLease",
+    "default_store_url",
+    "user_store_url",
+]
 
 _log = logging.getLogger("tooloop.store")
 
 DEFAULT_STORE_URL = "sqlite:///tooloop-sessions.db"
 """Where sessions go when a run names a session but the agent has no store."""
+
+
+def user_store_url() -> str:
+    """``$TOOLOOP_STORE`` when set, else ``sessions.db`` in the user's data folder (the folder is
+    created): where the command line keeps sessions."""
+    if os.environ.get("TOOLOOP_STORE"):
+        return os.environ["TOOLOOP_STORE"]
+    from platformdirs import user_data_path
+
+    folder = user_data_path("tooloop", appauthor=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'sessions.db'}"
 
 
 def default_store_url() -> str:

@@ -1,0 +1,74 @@
+"""Live pages: one watcher per watched session tells every open page when the session changes.
+
+Another process may be writing the session, so the store cannot call us back: one task per
+watched session (however many pages show it) reads the session's version a few times a second,
+an indexed single-row read, and wakes the pages' event streams when it moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from ..errors import SessionNotFoundError, StoreError
+from ..store import BaseStore
+
+__all__ = ["Watchers"]
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.version = -1
+        self.listeners: set[asyncio.Queue[int]] = set()
+        self.task: asyncio.Task[None] | None = None
+
+
+class Watchers:
+    """Shared watchers of session versions."""
+
+    def __init__(self, store: BaseStore, interval: float = 0.25):
+        self._store = store
+        self._interval = interval
+        self._watches: dict[str, _Watch] = {}
+
+    async def changes(self, session_id: str) -> AsyncIterator[int]:
+        """The session's version now and each time it changes, until the caller stops reading."""
+        watch = self._watches.setdefault(session_id, _Watch())
+        queue: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
+        watch.listeners.add(queue)
+        if watch.task is None:
+            watch.task = asyncio.create_task(self._watch(session_id, watch))
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            watch.listeners.discard(queue)
+            if not watch.listeners and watch.task is not None:
+                watch.task.cancel()
+                self._watches.pop(session_id, None)
+
+    async def _watch(self, session_id: str, watch: _Watch) -> None:
+        while True:
+            with contextlib.suppress(SessionNotFoundError, StoreError):
+                version = await self._store.version(session_id)
+                if version != watch.version:
+                    watch.version = version
+                    for queue in watch.listeners:
+                        _put_latest(queue, version)
+            await asyncio.sleep(self._interval)
+
+    async def close(self) -> None:
+        """Stop every watcher."""
+        tasks = [w.task for w in self._watches.values() if w.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._watches.clear()
+
+
+def _put_latest(queue: asyncio.Queue[int], version: int) -> None:
+    # A slow page needs only the newest version: drop the one it has not read yet.
+    if queue.full():
+        queue.get_nowait()
+    queue.put_nowait(version)

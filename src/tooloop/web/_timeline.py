@@ -1,0 +1,172 @@
+"""A session as the web app shows it: messages on a timeline, and a waterfall of requests and calls.
+
+Pure functions over a transcript and the store's :class:`~tooloop.store.Write` records; nothing
+here touches the network or the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from .._json import to_jsonable
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
+from ..store import Write
+from ..transcript import message_to_dict
+
+__all__ = [
+    "PAGE_SIZE",
+    "Bar",
+    "Entry",
+    "Waterfall",
+    "build_entries",
+    "build_waterfall",
+    "message_summary",
+    "pretty_json",
+    "same",
+]
+
+PAGE_SIZE = 200
+"""Messages per page of a session."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One message of the page with what the store knows of its timing."""
+
+    pos: int
+    kind: str
+    message: Message
+    first_written: datetime | None
+    last_written: datetime | None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from a tool call's first record (issued) to its outcome; None if unknown."""
+        if not isinstance(self.message, ToolCallMessage) or self.first_written is None or self.last_written is None:
+            return None
+        if not self.message.status.finished or self.first_written == self.last_written:
+            return None
+        return (self.last_written - self.first_written).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One row of the waterfall: a model request or a tool call, in seconds from the page's start."""
+
+    label: str
+    kind: Literal["request", "tool", "error", "running"]
+    start: float
+    end: float
+    pos: int
+
+
+@dataclass(frozen=True, slots=True)
+class Waterfall:
+    """The bars of one page and the span they cover."""
+
+    bars: tuple[Bar, ...]
+    span: float
+
+    def x(self, seconds: float, width: float) -> float:
+        """The horizontal position of ``seconds`` in a drawing ``width`` wide."""
+        return 0.0 if self.span <= 0 else round(seconds / self.span * width, 2)
+
+
+def _times(writes: Sequence[Write]) -> dict[int, tuple[int, datetime | None, datetime | None]]:
+    """Per position: the first record's seq, the first and the last record's time."""
+    found: dict[int, tuple[int, datetime | None, datetime | None]] = {}
+    for write in writes:
+        if write.pos in found:
+            seq, first, _ = found[write.pos]
+            found[write.pos] = (seq, first, write.written_at)
+        else:
+            found[write.pos] = (write.seq, write.written_at, write.written_at)
+    return found
+
+
+def build_entries(messages: Sequence[Message], writes: Sequence[Write], start: int) -> list[Entry]:
+    """The entries of ``messages`` (positions ``start``...) with their times from ``writes``."""
+    times = _times(writes)
+    entries = []
+    for offset, message in enumerate(messages):
+        pos = start + offset
+        _, first, last = times.get(pos, (0, None, None))
+        entries.append(Entry(pos, message.kind, message, first, last))
+    return entries
+
+
+def _responses(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries that begin a model response: an answer, or the first call of a new batch."""
+    begun: list[Entry] = []
+    batch = None
+    for entry in entries:
+        message = entry.message
+        if isinstance(message, AssistantMessage):
+            begun.append(entry)
+            batch = None
+        elif isinstance(message, ToolCallMessage):
+            if message.batch_id != batch:
+                begun.append(entry)
+            batch = message.batch_id
+        else:
+            batch = None
+    return begun
+
+
+def build_waterfall(entries: Sequence[Entry], writes: Sequence[Write]) -> Waterfall | None:
+    """Model requests (from the last record before a response to the response) and tool calls
+    (from their first record to their outcome) of the page; None when the store has no times."""
+    timed = sorted((w.seq, w.written_at) for w in writes if w.written_at is not None)
+    responses = {id(e) for e in _responses(entries)}
+    first_seq = {p: s for p, (s, _, _) in _times(writes).items()}
+    spans: list[tuple[str, Literal["request", "tool", "error", "running"], datetime, datetime, int]] = []
+    for entry in entries:
+        if id(entry) in responses and entry.first_written is not None:
+            before = [t for s, t in timed if s < first_seq.get(entry.pos, 0) and t is not None]
+            if before:
+                spans.append(("model request", "request", before[-1], entry.first_written, entry.pos))
+        message = entry.message
+        if isinstance(message, ToolCallMessage) and entry.first_written is not None and entry.last_written is not None:
+            kind: Literal["tool", "error", "running"] = (
+                "running" if not message.status.finished else "error" if message.status.value == "error" else "tool"
+            )
+            spans.append((message.tool_name, kind, entry.first_written, entry.last_written, entry.pos))
+    if not spans:
+        return None
+    origin = min(s[2] for s in spans)
+    bars = tuple(
+        Bar(
+            label,
+            kind,
+            (a - origin).total_seconds(),
+            max((b - origin).total_seconds(), (a - origin).total_seconds()),
+            pos,
+        )
+        for label, kind, a, b, pos in spans
+    )
+    return Waterfall(bars, max(b.end for b in bars) or 0.0)
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON of any value a message holds (text, never HTML)."""
+    return json.dumps(to_jsonable(value), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def message_summary(message: Message) -> str:
+    """One line saying what a message is, for the compare view."""
+    if isinstance(message, UserMessage | SystemMessage):
+        return message.text
+    if isinstance(message, AssistantMessage):
+        return message.text or (message.refusal or "")
+    return f"{message.tool_name}({pretty_json(message.arguments)}) -> {message.status.value}: {message.content}"
+
+
+def same(a: Message | None, b: Message | None) -> bool:
+    """Whether two messages are the same, as the store would write them."""
+    if a is None or b is None:
+        return a is b
+    return message_to_dict(a) == message_to_dict(b)
