@@ -68,6 +68,7 @@ def web(
 
 def _announce(address: str, opened: object) -> None:
     print(f"tooloop web: {address}", flush=True)
-    print("  (Ctrl-C stops it; the address holds the token every request needs)", file=sys.stderr, flush=True)
+    note = "the address holds the token every request needs" if "token=" in address else "no token: --no-token"
+    print(f"  (Ctrl-C stops it; {note})", file=sys.stderr, flush=True)
     if callable(opened):
         opened(address)
