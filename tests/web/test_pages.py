@@ -278,7 +278,7 @@ def test_batch_results_show_stop_reasons_rewards_and_open_each_conversation(
     server = web(sqlite_url)
     page.goto(server.address)
     page.goto(server.base + "/batch")
-    page.fill("input[name=path]", str(results))
+    page.fill("input[name=path]", results.name)  # relative to the folder the server runs in
     navigate(page, lambda: page.click("form.filters button"))
     assert page.locator("#batch-count").inner_text() == "5"
     assert "end_turn" in page.locator("#stop-reasons").inner_text()

@@ -34,9 +34,9 @@ class BatchFile:
     reward_buckets: tuple[tuple[str, int], ...] = field(default=())
 
     @property
-    def total_cost(self) -> Decimal:
-        """The sum of the known costs."""
-        return sum(self.costs, Decimal(0))
+    def total_cost(self) -> Decimal | None:
+        """The sum of the known costs; None when no record has one."""
+        return sum(self.costs, Decimal(0)) if self.costs else None
 
     def reward_summary(self) -> dict[str, float] | None:
         """Min, mean, median and max of the rewards, or None without any."""
