@@ -38,9 +38,10 @@ def run_async(make: Callable[[], Awaitable[_T]]) -> _T:
         return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium (the system's) under Playwright."""
+    """Headless Chromium (the system's) under Playwright, for one module: Playwright's sync API
+    holds an event loop while it runs, which asyncio tests of later modules must not find."""
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
         pytest.skip("no chromium on PATH: apt-get install chromium (.ci/run installs it)")
