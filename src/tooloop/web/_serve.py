@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,17 +41,33 @@ async def serve(options: Options, announce: Callable[[str], None]) -> None:
     except ConfigurationError as exc:
         raise ServeError(str(exc)) from exc
     hosts = frozenset({"127.0.0.1", "localhost", "[::1]"}) if options.host in _LOOPBACK else None
+    listening = _listen(options.host, options.port)
     app = create_app(options.store, token=options.token, config=options.config, hosts=hosts)
     config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started:
         if task.done():
             await task
             raise ServeError(f"could not listen on {options.host}:{options.port}")
         await asyncio.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port = listening.getsockname()[1]
     shown = f"[{options.host}]" if ":" in options.host else options.host
     query = f"?token={options.token}" if options.token else ""
     announce(f"http://{shown}:{port}/{query}")
     await task
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, or a ServeError that says why there is none (a port in use...)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another --port)") from exc
+    sock.set_inheritable(True)
+    return sock
