@@ -211,7 +211,11 @@ def _configured_server(name: str) -> Any | None:
     table = config.data.mcp_servers.get(name)
     if table is None:
         return None
-    return config.mcp_server(name) if table.approve else config.mcp_server(name, approve=MCP_APPROVAL)
+    from .elicit import ask_on_terminal
+
+    if table.approve:
+        return config.mcp_server(name, elicitation=ask_on_terminal)
+    return config.mcp_server(name, approve=MCP_APPROVAL, elicitation=ask_on_terminal)
 
 
 def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Any]:
@@ -220,6 +224,7 @@ def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Any]:
     if not commands and not urls:
         return []
     from ..mcp import MCPServer  # the mcp extra; a clear error names it when missing
+    from .elicit import ask_on_terminal
 
     servers: list[Any] = []
     for line in commands:
@@ -233,8 +238,8 @@ def mcp_servers(commands: Sequence[str], urls: Sequence[str]) -> list[Any]:
             fail(f"--mcp {line!r}: {exc}")
         if not parts:
             fail('--mcp needs a command, e.g. --mcp "uvx mcp-server-time", or a server named in tooloop.toml')
-        servers.append(MCPServer.stdio(parts[0], parts[1:], approve=MCP_APPROVAL))
-    servers.extend(MCPServer.http(url, approve=MCP_APPROVAL) for url in urls)
+        servers.append(MCPServer.stdio(parts[0], parts[1:], approve=MCP_APPROVAL, elicitation=ask_on_terminal))
+    servers.extend(MCPServer.http(url, approve=MCP_APPROVAL, elicitation=ask_on_terminal) for url in urls)
     return servers
 
 

@@ -36,7 +36,7 @@ from ..loop.result import ApprovalRequest
 from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus
 from .terminal import Terminal
 
-__all__ = ["TurnView"]
+__all__ = ["TurnView", "on_screen"]
 
 ARGUMENT_CHARS = 200
 RESULT_CHARS = 300
@@ -59,6 +59,14 @@ def outcome_text(call: ToolCallMessage, limit: int = RESULT_CHARS) -> str:
     return clip(text, limit) if call.status is not ToolCallStatus.OK else f"ok: {clip(text, limit)}"
 
 
+_ON_SCREEN: list[TurnView] = []  # the view of the run in progress (one at a time in a command)
+
+
+def on_screen() -> TurnView | None:
+    """The view of the run in progress, if any."""
+    return _ON_SCREEN[0] if _ON_SCREEN else None
+
+
 class TurnView:
     """Renders the events of one run on a :class:`Terminal`.
 
@@ -78,6 +86,7 @@ class TurnView:
         self._asking = False
         self._held: list[ToolCallMessage] = []
         self._requests: dict[str, asyncio.Event] = {}
+        _ON_SCREEN[:] = [self]
 
     # ------------------------------------------------------------------ events
 
@@ -151,6 +160,12 @@ class TurnView:
         """Stop the spinner and the live answer (before asking a question)."""
         self._stop_spinner()
         self._stop_live()
+
+    def hold(self) -> None:
+        """Keep the screen still for a question not about a call (an MCP server asking the
+        user): nothing live until :meth:`end_question`."""
+        self.pause()
+        self._asking = True
 
     def _text_arrived(self, text: str) -> None:
         self._text += text
@@ -239,6 +254,8 @@ class TurnView:
 
     def close(self) -> None:
         """Stop everything live; text of a response cut short (cancelled, failed) goes to stderr."""
+        if _ON_SCREEN == [self]:
+            _ON_SCREEN.clear()
         self.end_question()
         self.pause()
         text, self._text = self._text, ""
