@@ -234,7 +234,7 @@ class MCPServer:
         connection = await self._connect()
         try:
             return connection, await action(connection)
-        except MCPError:
+        except (MCPError, ToolSourceError):  # also: closed under us by a call that renewed the session
             if not connection.session_ended:
                 raise
         connection.broken = True
