@@ -20,9 +20,18 @@ def scrub(text: str, secret: str | None) -> str:
     """``text`` with ``secret`` masked wherever it stands as a value of its own (``Bearer KEY``,
     ``key=KEY``, ``"KEY"``, ``KEY.``), never inside a longer word: a one-letter key must not
     rewrite every word holding that letter."""
-    if not secret or secret not in text:
+    if not secret:
+        return text
+    secret = _core(secret)
+    if secret not in text:
         return text
     return re.sub(f"(?<!{_EDGE}){re.escape(secret)}(?!{_EDGE})", MASK, text)
+
+
+def _core(secret: str) -> str:
+    """The secret without surrounding blanks: a key read from a file with its trailing newline
+    shows escaped (``b'Bearer sk-...\\n'``) in the messages of the SDKs' HTTP stack."""
+    return secret.strip() or secret
 
 
 def scrub_body(body: Any, secret: str | None) -> Any:
@@ -39,7 +48,7 @@ def scrub_body(body: Any, secret: str | None) -> Any:
 
 
 def _field(key: str, value: Any, secret: str) -> Any:
-    if isinstance(value, str) and secret in value and (looks_secret(key) or key.lower() == "key"):
+    if isinstance(value, str) and _core(secret) in value and (looks_secret(key) or key.lower() == "key"):
         return MASK
     return scrub_body(value, secret)
 

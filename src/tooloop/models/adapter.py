@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Self
 
 from .._version import __version__
@@ -22,8 +22,16 @@ from ..errors import ConfigurationError, ModelResponseError, ProviderError
 from ..events import EventHandler
 from ..messages import ModelResponse
 from ..transport.client import Channel, StatusError, StreamError, Translate, UnreadableError
-from ..transport.http import ConnectTimeout, ReadTimeout, TransportError
+from ..transport.http import (
+    ConnectTimeout,
+    ReadTimeout,
+    RedirectError,
+    TransportError,
+    WriteTimeout,
+    check_headers,
+)
 from ..transport.perloop import PerLoop
+from ._secrets import scrub
 from .base import ModelRequest, ModelSettings
 from .error_table import connection_error, provider_error, timeout_error
 from .payloads import listening, report, tap
@@ -165,7 +173,9 @@ class ProviderModel(ClientModel, ABC):
         if self._translate is not None:
             exc = self._translate(exc) or exc
         if isinstance(exc, TransportError):
-            return self._transport_error(exc, attempts, timed_out=isinstance(exc, ReadTimeout | ConnectTimeout))
+            return self._transport_error(
+                exc, attempts, timed_out=isinstance(exc, ReadTimeout | ConnectTimeout | WriteTimeout)
+            )
         if isinstance(exc, StatusError | StreamError):
             codes, message, body = self._read_error(exc)
             return provider_error(
@@ -206,8 +216,17 @@ class ProviderModel(ClientModel, ABC):
         return error
 
     def _transport_error(self, exc: BaseException, attempts: int, *, timed_out: bool) -> ProviderError:
+        if isinstance(exc, RedirectError):
+            return ProviderError(scrub(f"{self.provider}: {exc}", self._secret), provider=self.provider)
         if timed_out:
-            return timeout_error(self.provider, self.base_url, attempts, self._idle_timeout, secret=self._secret)
+            return timeout_error(
+                self.provider,
+                self.base_url,
+                attempts,
+                self._idle_timeout,
+                writing=isinstance(exc, WriteTimeout),
+                secret=self._secret,
+            )
         cause = root_cause(exc)
         detail = str(cause) or type(cause).__name__
         return connection_error(self.provider, self.base_url, attempts, detail, secret=self._secret)
@@ -218,6 +237,7 @@ def exposes_key(exc: BaseException, secret: str | None) -> bool:
     (in its text, its repr, or the body or response it carries)."""
     if not secret:
         return False
+    secret = secret.strip() or secret  # a key with a trailing newline shows escaped (b'...\\n') in messages
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
     while pending:
@@ -240,6 +260,23 @@ def root_cause(exc: BaseException) -> BaseException:
             return exc
         seen.add(id(inner))
         exc = inner
+
+
+def check_max_connections(value: object) -> int | None:
+    """``max_connections`` when it is None or a positive int."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ConfigurationError(f"max_connections must be a positive int, not {value!r}")
+    return value
+
+
+def checked_headers(provider: str, headers: Mapping[str, str], secret: str | None) -> Mapping[str, str]:
+    """``headers`` when HTTP allows every name and value; else :class:`ConfigurationError` naming the
+    header, never showing a value (the key is one of them)."""
+    try:
+        check_headers(headers, secret)
+    except ValueError as exc:
+        raise ConfigurationError(f"{provider!r} model: {exc}") from None
+    return headers
 
 
 def check_retries(max_retries: object) -> int:

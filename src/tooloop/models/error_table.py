@@ -123,6 +123,8 @@ def error_class(status: int | None, codes: Iterable[object], message: str) -> ty
         known = _STATUS.get(status)
         if known is not None:
             return known
+        if 300 <= status < 400:  # a redirect that was not followed: trying again will not help
+            return ProviderError
         if status >= 500:
             return ProviderOverloadedError
         if status >= 400:
@@ -167,10 +169,14 @@ def connection_error(
 
 
 def timeout_error(
-    provider: str, url: str, attempts: int, idle: float | None, *, secret: str | None = None
+    provider: str, url: str, attempts: int, idle: float | None, *, writing: bool = False, secret: str | None = None
 ) -> ProviderError:
-    """The server took the request and then sent nothing for ``idle`` seconds."""
-    waited = f"sent nothing for {idle:g} s" if idle is not None else "did not answer in time"
+    """The server took the request and then sent nothing for ``idle`` seconds (or, ``writing``, stopped
+    taking the request's bytes)."""
+    if writing:
+        waited = f"took none of the request for {idle:g} s" if idle is not None else "stopped reading the request"
+    else:
+        waited = f"sent nothing for {idle:g} s" if idle is not None else "did not answer in time"
     text = (
         f"{provider} at {url} {waited} ({_attempts(attempts)}); the server is stalled or overloaded, "
         "or the model needs longer: raise the timeout option if it does"

@@ -8,7 +8,10 @@ decoded with :mod:`.sse`). Timeouts: connect, and idle (the longest wait for the
 Failures are the transport's few errors, whichever path reported them (an SDK fallback translates
 its own exceptions into the same ones): :class:`~.http.TransportError` (and its
 :class:`~.http.ReadTimeout`, :class:`~.http.ConnectTimeout`) below HTTP, :class:`StatusError` for an
-error status, :class:`StreamError` for an ``error`` object inside a 200 stream. A provider reads
+error status, :class:`StreamError` for an ``error`` object inside a 200 stream.
+Redirects 307 and 308 are followed (same method and body, at most :data:`MAX_REDIRECTS`, never from
+https down to http; the key goes along only where httpx would send it); credentials in the base
+URL are sent as basic auth. A provider reads
 their bodies; the one error table (``tooloop.models.error_table``) classifies them.
 
 JSON goes out through ``orjson`` when it is installed (the standard library otherwise).
@@ -21,8 +24,9 @@ import json
 import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+from urllib.parse import urljoin, urlsplit
 
-from .http import Endpoint, Pool, Response, TransportError
+from .http import DEFAULT_MAX_CONNECTIONS, Endpoint, Pool, RedirectError, Response, TransportError
 from .perloop import PerLoop
 from .retry import RetryPolicy, retry_after
 
@@ -206,13 +210,17 @@ class Client:
         connect_timeout: float | None,
         read_timeout: float | None,
         attempt_header: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self.endpoint = Endpoint.parse(base_url)
         self.retry = retry
         self.read_timeout = read_timeout
         sent = {name: value for name, value in headers.items() if name.lower() not in ("host", "content-length")}
-        fixed = "".join(f"{name}: {value}\r\n" for name, value in sent.items())
-        self._head = f"host: {self.endpoint.authority}\r\n{fixed}".encode()
+        if self.endpoint.basic is not None:  # credentials in the URL replace any other, as with httpx
+            sent = {name: value for name, value in sent.items() if name.lower() != "authorization"}
+            sent["Authorization"] = self.endpoint.basic
+        self._sent = sent
+        self._head = _host_and_headers(self.endpoint, sent)
         self._counted = attempt_header is not None
         self._tail = (
             b"content-length: %d\r\n" + (f"{attempt_header}: %d\r\n".encode() if attempt_header else b"") + b"\r\n"
@@ -222,9 +230,11 @@ class Client:
         endpoint = self.endpoint  # not self: no cycle, so a dropped client's pool closes its sockets at once
 
         def pool() -> Pool:
-            return Pool(endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout)
+            return Pool(
+                endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout, max_connections=max_connections
+            )
 
-        self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose)
+        self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose, Pool.abandon)
 
     translate: Translate | None = None
 
@@ -271,10 +281,12 @@ class Client:
         pool = self.pools.get()
         policy = self.retry
         attempt = 0
+        prefix = self._prefix(path)
+        hops: list[str] = []  # the URLs redirects led to
         while True:
             tail = self._tail % ((len(body), attempt) if self._counted else len(body))
             try:
-                response = await pool.request(self._prefix(path) + tail, body)
+                response = await pool.request(prefix + tail, body)
             except TransportError:
                 if attempt >= policy.max_retries:
                     raise
@@ -283,6 +295,13 @@ class Client:
                 continue
             if response.status < 300:
                 return response
+            if response.status in (307, 308):  # the same method and body, elsewhere
+                await response.read()
+                url = hops[-1] if hops else self.endpoint.url + "/" + path.lstrip("/")
+                endpoint, prefix = self._redirect(url, response.headers.get("location"), len(hops))
+                hops.append(endpoint.url)
+                pool = pool.elsewhere(endpoint)
+                continue
             data = await response.read()
             wait = retry_after(response.headers)
             if attempt >= policy.max_retries or not policy.should_retry(response.status, response.headers, wait):
@@ -290,9 +309,46 @@ class Client:
             await asyncio.sleep(policy.delay(attempt, wait))
             attempt += 1
 
+    def _redirect(self, url: str, location: str | None, hops: int) -> tuple[Endpoint, bytes]:
+        """The endpoint and request head prefix a 307/308 from ``url`` to ``location`` leads to."""
+        if not location:
+            raise RedirectError(f"{url} answered with a redirect without a location")
+        if hops >= MAX_REDIRECTS:
+            raise RedirectError(f"more than {MAX_REDIRECTS} redirects, the last from {url} to {location}")
+        target = urljoin(url, location)
+        try:
+            endpoint = Endpoint.parse(target)
+        except ValueError:
+            raise RedirectError(f"{url} redirected to {location!r}, which is not an http(s) URL") from None
+        if url.startswith("https:") and not endpoint.tls:
+            raise RedirectError(
+                f"refused a redirect from https to http ({url} to {endpoint.url}): the request would travel in clear"
+            )
+        sent = self._sent
+        here = Endpoint.parse(url)
+        if endpoint.origin != here.origin and not _upgrade(here, endpoint):
+            sent = {name: value for name, value in sent.items() if name.lower() != "authorization"}
+        parts = urlsplit(target)
+        line = f"POST {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1\r\n".encode()
+        return endpoint, line + _host_and_headers(endpoint, sent)
+
     def _prefix(self, path: str) -> bytes:
         prefix = self._prefixes.get(path)
         if prefix is None:
             target = self.endpoint.path + "/" + path.lstrip("/")
             prefix = self._prefixes[path] = f"POST {target} HTTP/1.1\r\n".encode() + self._head
         return prefix
+
+
+MAX_REDIRECTS = 20
+"""Redirects followed for one request at most, as httpx follows."""
+
+
+def _host_and_headers(endpoint: Endpoint, headers: Mapping[str, str]) -> bytes:
+    fixed = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return f"host: {endpoint.authority}\r\n{fixed}".encode()
+
+
+def _upgrade(before: Endpoint, after: Endpoint) -> bool:
+    """http to https on the same host and default ports: the credentials may follow (httpx's rule)."""
+    return not before.tls and after.tls and before.host == after.host and (before.port, after.port) == (80, 443)

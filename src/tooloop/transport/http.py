@@ -4,37 +4,56 @@ Why it exists: an SDK's request pipeline (options models, header merging, an ``h
 and response, a connection pool that scans every connection per request) costs about ten times
 the CPU of the HTTP exchange itself, and at a thousand concurrent conversations that decides how
 many machines a rollout needs. This client does only what those endpoints need, on asyncio
-streams: a keep-alive pool per event loop (no scan: an idle list), TLS through :mod:`ssl`,
-``content-length``, chunked and close-delimited bodies, gzip/deflate, a connect timeout and an
-idle timeout on every read. Auth, retries and error classes are the caller's
-(:mod:`.client`); a pool is bound to the event loop that opened its connections.
+streams: a keep-alive pool per event loop (no scan: an idle list) capped at ``max_connections``
+with the waiters served in turn, TLS through :mod:`ssl` trusting what the SDK's HTTP stack trusts,
+``content-length``, chunked and close-delimited bodies, gzip/deflate (raw deflate too), a connect
+timeout and an idle timeout on every read and every write. Auth, retries and error classes are the
+caller's (:mod:`.client`); a pool is bound to the event loop that opened its connections.
 
-Failures surface as :class:`TransportError` (connection refused, reset, cut body) and its subclass
-:class:`ReadTimeout` (no bytes for the idle time) or :class:`ConnectTimeout`.
+Failures surface as :class:`TransportError` (connection refused, reset, cut body) and its subclasses
+:class:`ReadTimeout` (no bytes for the idle time), :class:`WriteTimeout` (the server took no bytes
+for the idle time) or :class:`ConnectTimeout`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
+import functools
+import os
+import re
 import ssl
+import sys
 import zlib
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import Protocol
+from urllib.parse import unquote, urlsplit
 
 from .._deadline import deadline
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
     "ConnectTimeout",
     "Endpoint",
     "Pool",
     "ReadTimeout",
+    "RedirectError",
     "Response",
     "TransportError",
+    "WriteTimeout",
+    "check_headers",
+    "tls_context",
 ]
 
+DEFAULT_MAX_CONNECTIONS = 1000
+"""Connections one pool keeps open at most, as the SDKs' HTTP stack does; more requests wait their turn."""
+
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-_STALE = (ConnectionError, asyncio.IncompleteReadError, BrokenPipeError)
+_BROKEN = (OSError, asyncio.IncompleteReadError)
+"""What a read raises when the connection broke (a reset, a TLS failure, the end of the stream)."""
 _MAX_HEAD = 65536
 
 
@@ -50,15 +69,26 @@ class ReadTimeout(TransportError):
     """The server sent nothing for longer than the idle timeout."""
 
 
+class WriteTimeout(TransportError):
+    """The server took none of the request's bytes for longer than the idle timeout."""
+
+
+class RedirectError(TransportError):
+    """A redirect that is not followed: to plain HTTP from HTTPS, without a location, or one too many."""
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where requests go: ``base_url`` split once."""
 
     url: str
+    """The base URL without the credentials it may carry (for messages)."""
     host: str
     port: int
     path: str
     tls: bool
+    basic: str | None = None
+    """The ``authorization`` header of credentials in the URL (``http://user:pass@host``), as httpx sends them."""
 
     @classmethod
     def parse(cls, base_url: str) -> Endpoint:
@@ -67,8 +97,21 @@ class Endpoint:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
         tls = parts.scheme == "https"
-        port = parts.port or (443 if tls else 80)
-        return cls(base_url.rstrip("/"), parts.hostname, port, parts.path.rstrip("/"), tls)
+        try:
+            port = parts.port or (443 if tls else 80)
+        except ValueError:
+            raise ValueError(f"not an http(s) URL: bad port in {base_url!r}") from None
+        basic = None
+        if parts.username is not None or parts.password is not None:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+            base_url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        return cls(base_url.rstrip("/"), parts.hostname, port, parts.path.rstrip("/"), tls, basic)
+
+    @property
+    def origin(self) -> tuple[bool, str, int]:
+        """Scheme, host and port: what a redirect must keep for the credentials to follow it."""
+        return self.tls, self.host, self.port
 
     @property
     def authority(self) -> str:
@@ -109,12 +152,16 @@ class Response:
         self._reusable = (_value(lowered, b"\r\nconnection:") or b"").find(b"close") < 0
         chunked = (_value(lowered, b"\r\ntransfer-encoding:") or b"").find(b"chunked") >= 0
         length = _value(lowered, b"\r\ncontent-length:")
+        if self.status in (204, 304):  # never a body, whatever the headers say
+            chunked, length = False, b"0"
         self._framing = "chunked" if chunked else ("length" if length is not None else "close")
         self._length = _content_length(length) if length is not None and not chunked else -1
         """With ``length`` framing, the bytes of the body still to read."""
         encoding = _value(lowered, b"\r\ncontent-encoding:")
-        self._decoder = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding in (b"gzip", b"deflate") else None
-        self.plain_length = self._length if self._framing == "length" and encoding is None else -1
+        self._decoder: _Decoder | None = None
+        if encoding is not None and encoding != b"identity":
+            self._decoder = _decoder(encoding)
+        self.plain_length = self._length if self._framing == "length" and self._decoder is None else -1
         """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
 
     @property
@@ -125,18 +172,20 @@ class Response:
         return self._headers
 
     async def read(self) -> bytes:
-        """The whole body (the connection goes back to the pool)."""
-        if self._framing == "length":
-            assert self._conn is not None
-            data = await self._pool.timed(self._conn[0].readexactly(self._length)) if self._length else b""
-            self._length = 0
-            self._done()
-        else:
-            pieces = []
+        """The whole body (the connection goes back to the pool); the idle timeout holds for each read."""
+        data = await self._raw_piece()  # usually the whole body, already buffered
+        if self._conn is not None:
+            pieces = [data]
             while piece := await self._raw_piece():
                 pieces.append(piece)
             data = b"".join(pieces)
-        return self._decoder.decompress(data) + self._decoder.flush() if self._decoder else data
+        decoder = self._decoder
+        if decoder is None:
+            return data
+        try:
+            return decoder.decompress(data) + decoder.flush()
+        except zlib.error as exc:
+            raise _undecodable(exc) from None
 
     async def piece(self) -> bytes:
         """The next piece of the body as it arrives, decoded; ``b""`` once the body is all read.
@@ -148,11 +197,17 @@ class Response:
         while data := await self._raw_piece():
             if self._decoder is None:
                 return data
-            if data := self._decoder.decompress(data):
-                return data
-        if self._decoder is not None and (rest := self._decoder.flush()):
-            self._decoder = None
-            return rest
+            try:
+                if data := self._decoder.decompress(data):
+                    return data
+            except zlib.error as exc:
+                raise _undecodable(exc) from None
+        if self._decoder is not None:
+            decoder, self._decoder = self._decoder, None
+            try:
+                return decoder.flush()
+            except zlib.error as exc:
+                raise _undecodable(exc) from None
         return b""
 
     async def iter_bytes(self) -> AsyncIterator[bytes]:
@@ -163,8 +218,8 @@ class Response:
     def close(self) -> None:
         """Drop the connection without reading the rest (a stream abandoned half way)."""
         if self._conn is not None:
-            self._conn[1].close()
-            self._conn = None
+            conn, self._conn = self._conn, None
+            self._pool.release(conn, False)
 
     async def _raw_piece(self) -> bytes:
         """The next bytes of the body as they came off the wire, chunk framing removed; ``b""`` at its end."""
@@ -174,7 +229,7 @@ class Response:
                 if self._length <= 0:
                     self._done()
                     break
-                data = await self._pool.timed(conn[0].read(min(self._length, 65536)))
+                data = await self._pool.timed(conn[0].read(self._length))
                 if not data:
                     raise TransportError("the server closed the connection before the body was complete")
                 self._length -= len(data)
@@ -256,15 +311,90 @@ def _chunk_size(line: bytearray) -> int:
         raise TransportError(f"bad chunk size line {bytes(line[:40])!r}") from None
 
 
-class Pool:
-    """Keep-alive connections to one endpoint, for the event loop that opens them."""
+class _Decoder(Protocol):
+    """What :func:`zlib.decompressobj` returns (its type is private)."""
 
-    def __init__(self, endpoint: Endpoint, *, connect_timeout: float | None, read_timeout: float | None) -> None:
+    def decompress(self, data: bytes, /) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
+def _decoder(encoding: bytes) -> _Decoder:
+    if encoding in (b"gzip", b"x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip, or a zlib stream labelled gzip
+    if encoding == b"deflate":
+        return _Deflate()
+    name = encoding[:40].decode("latin-1")
+    raise TransportError(f"the server sent a body encoded as {name!r}, which is not supported")
+
+
+class _Deflate:
+    """``deflate`` as servers send it: a zlib stream, or (as some do) a raw deflate stream without a header."""
+
+    __slots__ = ("_inflate", "_started")
+
+    def __init__(self) -> None:
+        self._inflate = zlib.decompressobj()
+        self._started = False
+
+    def decompress(self, data: bytes) -> bytes:
+        if self._started:
+            return self._inflate.decompress(data)
+        self._started = True
+        try:
+            return self._inflate.decompress(data)
+        except zlib.error:
+            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+            return self._inflate.decompress(data)
+
+    def flush(self) -> bytes:
+        return self._inflate.flush()
+
+
+def _undecodable(exc: zlib.error) -> TransportError:
+    return TransportError(f"the server sent a compressed body that does not decompress: {exc}")
+
+
+class Pool:
+    """Keep-alive connections to one endpoint, for the event loop that opens them.
+
+    At most ``max_connections`` are open at once; a request that finds none idle and the pool full
+    waits, in arrival order, for one to come back. A connection that cannot be opened for lack of
+    file descriptors waits the same way while the pool has others open.
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
         self.endpoint = endpoint
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.max_connections = max_connections
         self._idle: list[_Conn] = []
-        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if endpoint.tls else None
+        self._open_count = 0
+        """Connections open: idle, or lent to a response."""
+        self._waiters: deque[asyncio.Future[_Conn | None]] = deque()
+        self._ssl: ssl.SSLContext | None = tls_context() if endpoint.tls else None
+        self._elsewhere: dict[tuple[bool, str, int], Pool] = {}
+
+    def elsewhere(self, endpoint: Endpoint) -> Pool:
+        """The pool, with this one's settings and loop, for another origin (a redirect's)."""
+        if endpoint.origin == self.endpoint.origin:
+            return self
+        pool = self._elsewhere.get(endpoint.origin)
+        if pool is None:
+            pool = self._elsewhere[endpoint.origin] = Pool(
+                endpoint,
+                connect_timeout=self.connect_timeout,
+                read_timeout=self.read_timeout,
+                max_connections=self.max_connections,
+            )
+        return pool
 
     async def timed(self, step: object) -> bytes:
         """Await one read step, failing with :class:`ReadTimeout` after the idle timeout."""
@@ -273,8 +403,8 @@ class Pool:
                 return await step  # type: ignore[misc, no-any-return]
             with deadline(self.read_timeout):
                 return await step  # type: ignore[misc, no-any-return]
-        except (TimeoutError, asyncio.LimitOverrunError, *_STALE) as exc:
-            raise self._failure(exc) from (exc if isinstance(exc, _STALE) else None)
+        except (asyncio.LimitOverrunError, *_BROKEN) as exc:
+            raise self._failure(exc) from (None if isinstance(exc, TimeoutError | asyncio.LimitOverrunError) else exc)
 
     def _failure(self, exc: BaseException) -> TransportError:
         """The transport error for what a read raised."""
@@ -285,37 +415,116 @@ class Pool:
         return TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}")
 
     async def request(self, head: bytes, body: bytes) -> Response:
-        """Send one request (``head`` ends with the blank line) and read the response's status and headers."""
-        while self._idle:
-            conn = self._idle.pop()
-            if conn[0].at_eof() or conn[1].is_closing():
-                conn[1].close()
-                continue
+        """Send one request (``head`` ends with the blank line) and read the response's status and headers.
+
+        A reused connection that turns out closed or reset before any answer came is a stale one:
+        the request goes again on another, as the SDK's HTTP stack does.
+        """
+        idle = self._idle
+        while True:
+            if idle:  # the usual case, without a coroutine to get a connection
+                conn = idle.pop()
+                if conn[0].at_eof() or conn[1].is_closing():
+                    self._drop(conn)
+                    continue
+                fresh = False
+            else:
+                conn, fresh = await self._acquire()
             try:
-                return await self._exchange(conn, head, body, fresh=False)
+                return await self._exchange(conn, head, body, fresh=fresh)
             except _Stale:
-                continue  # the server closed an idle connection as we used it: take another
-        return await self._exchange(await self._open(), head, body, fresh=True)
+                continue
+
+    async def _acquire(self) -> tuple[_Conn, bool]:
+        """A connection (idle, else new, else the next one released) and whether it is new."""
+        while True:
+            while self._idle:
+                conn = self._idle.pop()
+                if conn[0].at_eof() or conn[1].is_closing():
+                    self._drop(conn)
+                    continue
+                return conn, False
+            if self._open_count < self.max_connections:
+                self._open_count += 1
+                try:
+                    return await self._open(), True
+                except _NoDescriptor as exc:
+                    self._open_count -= 1
+                    if not self._open_count:  # nothing of ours to wait for
+                        raise exc.error from None
+                except BaseException:
+                    self._open_count -= 1
+                    self._wake()
+                    raise
+            handed = await self._wait()
+            if handed is not None:
+                return handed, False
+
+    async def _wait(self) -> _Conn | None:
+        """Wait in line for a released connection (or None: room to open one)."""
+        waiter: asyncio.Future[_Conn | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed over as we were cancelled: pass it on
+                conn = waiter.result()
+                if conn is None:
+                    self._wake()
+                else:
+                    self.release(conn, True)
+            raise
+
+    def _wake(self) -> None:
+        """Tell the first waiter there is room for one more connection."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def release(self, conn: _Conn, reusable: bool) -> None:
-        """Take a connection back after its response was read to the end."""
-        if reusable and not conn[0].at_eof():
-            self._idle.append(conn)
+        """Take a connection back (``reusable`` when its response was read to the end)."""
+        if not reusable or conn[0].at_eof():
+            self._drop(conn)
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        self._idle.append(conn)
+
+    def _drop(self, conn: _Conn, *, failed: bool = False) -> None:
+        if failed:  # whatever is still buffered for sending is dropped with it, now
+            conn[1].transport.abort()
         else:
             conn[1].close()
+        self._open_count -= 1
+        self._wake()
 
     def __del__(self) -> None:
         # A model dropped without aclose(): close its sockets now (closing a transport needs no
         # await), instead of leaving each to warn "unclosed" when it is collected.
-        for _, writer in self._idle:
-            try:
-                writer.close()
-            except RuntimeError:  # its event loop is already closed, and with it the socket
-                pass
+        if hasattr(self, "_elsewhere"):  # not when __init__ failed
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Close the idle connections without waiting (their event loop may be closed already)."""
+        idle = self._idle[:]
+        self._idle.clear()
+        for pool in self._elsewhere.values():
+            pool.abandon()
+        for _, writer in idle:
+            _close_now(writer)
 
     async def aclose(self) -> None:
         """Close every idle connection."""
-        idle, self._idle = self._idle, []
+        idle = self._idle[:]
+        self._idle.clear()
+        self._open_count -= len(idle)
+        for pool in self._elsewhere.values():
+            await pool.aclose()
         for _, writer in idle:
             writer.close()
         for _, writer in idle:
@@ -335,35 +544,121 @@ class Pool:
         except TimeoutError:
             raise ConnectTimeout(f"could not connect to {endpoint.url} within {self.connect_timeout:g} s") from None
         except OSError as exc:
-            raise TransportError(f"could not connect to {endpoint.url}: {exc.strerror or exc}") from exc
+            error = TransportError(f"could not connect to {endpoint.url}: {_reason(exc)}")
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise _NoDescriptor(error) from exc
+            raise error from exc
 
     async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool) -> Response:
         reader, writer = conn
         try:
-            writer.write(head + body if len(body) < 65536 else head)
-            if len(body) >= 65536:
+            if len(body) < 65536:
+                writer.write(head + body)
+            else:
+                writer.write(head)
                 writer.write(body)
-                await writer.drain()
+                await self._drain(writer)
             if self.read_timeout is None:
                 head = await self.timed(reader.readuntil(b"\r\n\r\n"))
             else:  # the usual case, without a coroutine around the read
                 try:
                     with deadline(self.read_timeout):
                         head = await reader.readuntil(b"\r\n\r\n")
-                except (TimeoutError, asyncio.LimitOverrunError, *_STALE) as exc:
-                    raise self._failure(exc) from (exc if isinstance(exc, _STALE) else None)
+                except (asyncio.LimitOverrunError, *_BROKEN) as exc:
+                    raise self._failure(exc) from (
+                        None if isinstance(exc, TimeoutError | asyncio.LimitOverrunError) else exc
+                    )
             response = Response(self, conn, head)
         except TransportError as exc:
-            writer.close()
+            self._drop(conn, failed=True)
             if not fresh and _nothing_received(exc):
                 raise _Stale from exc
             raise
         except BaseException:
-            writer.close()  # cancelled or failed mid-exchange: the connection's state is unknown
+            self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
             raise
         if response.status < 200:  # 1xx informational: the real answer follows
             return await self._exchange(conn, b"", b"", fresh=True)
         return response
+
+    async def _drain(self, writer: asyncio.StreamWriter) -> None:
+        """Wait until the kernel took what was written, for at most the idle timeout without progress."""
+        try:
+            if self.read_timeout is None:
+                await writer.drain()
+            else:
+                with deadline(self.read_timeout):
+                    await writer.drain()
+        except TimeoutError:
+            raise WriteTimeout(
+                f"{self.endpoint.url} took none of the request for {self.read_timeout:g} s (it stopped reading)"
+            ) from None
+        except OSError as exc:
+            raise TransportError(f"the connection to {self.endpoint.url} broke while sending: {_reason(exc)}") from exc
+
+
+class _NoDescriptor(Exception):
+    """No file descriptor left for a new connection; ``error`` is what to raise if waiting cannot help."""
+
+    def __init__(self, error: TransportError) -> None:
+        self.error = error
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _close_now(writer: asyncio.StreamWriter) -> None:
+    """Close a connection whose event loop may be gone (then its socket is closed directly)."""
+    try:
+        writer.close()
+    except RuntimeError:  # its event loop is closed: nothing will run the transport's close
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.shutdown(2)  # the peer sees the end now; the descriptor goes with the transport
+
+
+@functools.cache
+def _tls_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    if cafile or capath:  # only what the variable names, as httpx: not the system store as well
+        return ssl.create_default_context(cafile=cafile or None, capath=None if cafile else capath)
+    if sys.platform in ("win32", "darwin"):
+        return ssl.create_default_context()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    paths = ssl.get_default_verify_paths()  # compiled-in locations: the variables were handled above
+    found_file = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+    found_dir = paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None
+    if found_file or found_dir:
+        context.load_verify_locations(found_file, found_dir)
+    return context
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS client context the SDKs' HTTP stack builds: only ``SSL_CERT_FILE`` when it is set,
+    else only ``SSL_CERT_DIR``, else the system's trust store; hostnames checked."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|^[ \t]|[ \t]$")
+
+
+def check_headers(headers: Mapping[str, str], secret: str | None = None) -> None:
+    """Refuse header names and values HTTP does not allow (a line break would end the header, and
+    with it the request, early), naming the header but never showing its value."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise ValueError(f"the value of header {name!r} is a {type(value).__name__}, not a str")
+        found = _BAD_VALUE.search(value)
+        if found is not None:
+            what = "a line break" if found.group() in "\r\n" else "a control character or blank at an end"
+            whose = "the API key" if secret and secret in value else f"the value of header {name!r}"
+            raise ValueError(
+                f"{whose} contains {what} (the value is not shown); HTTP does not allow it"
+                + (": a key read from a file keeps its trailing newline, strip it" if found.group() in "\r\n" else "")
+            )
 
 
 def _nothing_received(exc: TransportError) -> bool:

@@ -17,20 +17,36 @@ class SSEDecoder:
     """Server-sent events split from body pieces as they arrive: ``(event name or None, data)``.
 
     Synchronous, so a reader takes every event of a piece in one go (a short answer usually
-    arrives in one piece). Lines end with LF or CRLF. Data not closed by a blank line when the
-    body ends is an incomplete event and is dropped, as the spec says.
+    arrives in one piece). Lines end with LF, CRLF or a lone CR, as the spec allows (a CRLF split
+    between two pieces counts once). Data not closed by a blank line when the body ends is an
+    incomplete event and is dropped, as the spec says.
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "_cr")
 
     def __init__(self) -> None:
-        self._buffer = b""  # the start of an event whose blank line has not arrived
+        self._buffer = b""  # the start of an event whose blank line has not arrived (line ends as LF)
+        self._cr = False  # the last piece ended with a CR: an LF starting the next one belongs to it
 
     def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
         """The events completed by ``piece``."""
+        if self._cr or _CR in piece:
+            piece = self._normalized(piece)
+        return self._events(piece)
+
+    def _normalized(self, piece: bytes) -> bytes:
+        """``piece`` with every line end (CRLF, lone CR) as LF."""
+        if self._cr:
+            self._cr = False
+            if piece[:1] == b"\n":
+                piece = piece[1:]
+        if _CR in piece:
+            self._cr = piece[-1] == _CR
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        return piece
+
+    def _events(self, piece: bytes) -> list[tuple[str | None, bytes]]:
         buffer = self._buffer + piece if self._buffer else piece
-        if _CR in buffer:
-            buffer = buffer.replace(b"\r\n", b"\n")  # a CR that ends the buffer is joined next time
         blocks = buffer.split(b"\n\n")
         self._buffer = blocks.pop()
         out: list[tuple[str | None, bytes]] = []
@@ -47,7 +63,7 @@ class SSEDecoder:
         """The usual piece, complete one-line ``data:`` events and nothing else, as their data joined
         by ``separator`` and their number; None for any other piece, which is left for :meth:`data`
         (or :meth:`feed`) to read."""
-        if self._buffer or not piece.startswith(b"data: ") or not piece.endswith(b"\n\n") or _CR in piece:
+        if self._buffer or self._cr or not piece.startswith(b"data: ") or not piece.endswith(b"\n\n") or _CR in piece:
             return None
         datas = piece[6:-2].split(b"\n\ndata: ")
         joined = separator.join(datas)
@@ -57,15 +73,15 @@ class SSEDecoder:
 
     def data(self, piece: bytes) -> list[bytes]:
         """The data of the events completed by ``piece``, for readers that ignore event names."""
+        if self._cr or _CR in piece:
+            piece = self._normalized(piece)
         buffer = self._buffer + piece if self._buffer else piece
-        if _CR in buffer:
-            buffer = buffer.replace(b"\r\n", b"\n")
         if buffer.startswith(b"data: ") and buffer.endswith(b"\n\n"):
             datas = buffer[6:-2].split(b"\n\ndata: ")
             if buffer.count(b"\n") == 2 * len(datas):  # only one-line data events, all complete: the usual piece
                 self._buffer = b""
                 return datas
-        return [data for _, data in self.feed(piece)]  # the general rule (the buffer is untouched so far)
+        return [data for _, data in self._events(piece)]  # the general rule (the buffer is untouched so far)
 
 
 def _named(block: bytes, out: list[tuple[str | None, bytes]]) -> None:

@@ -26,10 +26,19 @@ from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
 from ...transport.client import StatusError, StreamError, lean_eligible, loads
-from ...transport.http import ReadTimeout
+from ...transport.http import DEFAULT_MAX_CONNECTIONS, ReadTimeout
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
-from ..adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
+from ..adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    ErrorBody,
+    ProviderModel,
+    check_max_connections,
+    check_retries,
+    checked_headers,
+    idle_timeout,
+)
 from ..base import ModelRequest, ModelSettings
 from ..error_table import timeout_error
 from ..profiles import lookup_profile
@@ -59,7 +68,17 @@ _PLAIN_MAX_TOKENS = 8192
 # the timeout option is set), and a plain request forced by settings gets a longer idle timeout.
 
 _OPTIONS = frozenset(
-    {"max_retries", "timeout", "native_output", "thinking", "client", "default_headers", "api_key_env", "transport"}
+    {
+        "max_retries",
+        "timeout",
+        "native_output",
+        "thinking",
+        "client",
+        "default_headers",
+        "api_key_env",
+        "transport",
+        "max_connections",
+    }
 )
 
 
@@ -105,18 +124,21 @@ def create(
     idle = idle_timeout(options.get("timeout", DEFAULT_TIMEOUT))
     connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
     headers = options.get("default_headers")
+    cap = check_max_connections(options.get("max_connections"))
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+    sent = checked_headers(provider, _lean_headers(key, headers), key)  # on either path
     if transport == "lean" and lean_eligible(url or _ANTHROPIC_URL):
         lean = AnthropicClient(
             url or _ANTHROPIC_URL,
-            _lean_headers(key, headers),
+            sent,
             retry=RetryPolicy(max_retries),
             connect_timeout=connect,
             read_timeout=idle,
             attempt_header="x-stainless-retry-count",
+            max_connections=cap or DEFAULT_MAX_CONNECTIONS,
         )
         return AnthropicModel(model_name, lean=lean, secret=key, **common)
-    factory = _sdk().client_factory(key, url, max_retries, idle, connect, headers)
+    factory = _sdk().client_factory(key, url, max_retries, idle, connect, headers, cap)
     return AnthropicModel(model_name, client=factory(), client_factory=factory, **common)
 
 

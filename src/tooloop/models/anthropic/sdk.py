@@ -35,13 +35,29 @@ __all__ = [
 
 
 def client_factory(
-    key: str, base_url: str | None, max_retries: int, idle: float, connect: float, headers: Mapping[str, str] | None
+    key: str,
+    base_url: str | None,
+    max_retries: int,
+    idle: float,
+    connect: float,
+    headers: Mapping[str, str] | None,
+    max_connections: int | None = None,
 ) -> Callable[[], AsyncAnthropic]:
-    """Makes the ``AsyncAnthropic`` clients of one model (one per event loop)."""
+    """Makes the ``AsyncAnthropic`` clients of one model (one per event loop), their pool capped at
+    ``max_connections`` when it is given (else the SDK's own cap)."""
     extra: dict[str, Any] = {"timeout": anthropic.Timeout(idle, connect=connect)}
     if headers:
         extra["default_headers"] = dict(headers)
-    return functools.partial(AsyncAnthropic, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    make = functools.partial(AsyncAnthropic, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    if max_connections is None:
+        return make
+
+    def capped() -> AsyncAnthropic:
+        kind = type(anthropic.DEFAULT_CONNECTION_LIMITS)  # the SDK's HTTP stack's Limits
+        limits = kind(max_connections=max_connections, max_keepalive_connections=min(max_connections, 100))
+        return make(http_client=anthropic.DefaultAsyncHttpxClient(limits=limits))
+
+    return capped
 
 
 def client_limits(client: AsyncAnthropic) -> tuple[str | None, int, float | None]:

@@ -15,7 +15,7 @@ from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
 from ...transport.client import Client, StreamError, loads
-from ...transport.http import Response
+from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import sse_events
 from .response import PROVIDER, assemble
@@ -176,6 +176,7 @@ class AnthropicClient(Client):
         connect_timeout: float | None,
         read_timeout: float | None,
         attempt_header: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         super().__init__(
             base_url,
@@ -184,9 +185,16 @@ class AnthropicClient(Client):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             attempt_header=attempt_header,
+            max_connections=max_connections,
         )
         self._make = functools.partial(
-            Client, base_url, headers, retry=retry, connect_timeout=connect_timeout, attempt_header=attempt_header
+            Client,
+            base_url,
+            headers,
+            retry=retry,
+            connect_timeout=connect_timeout,
+            attempt_header=attempt_header,
+            max_connections=max_connections,
         )
         self._long: dict[float, Client] = {}
 

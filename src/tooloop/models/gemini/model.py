@@ -31,7 +31,15 @@ from ...messages import ModelResponse
 from ...transport.client import StatusError, StreamError, lean_eligible
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy, retry_after
-from ..adapter import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
+from ..adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    ErrorBody,
+    ProviderModel,
+    check_retries,
+    checked_headers,
+    idle_timeout,
+)
 from ..base import ModelRequest, ModelSettings
 from ..payloads import listening
 from .request import PROVIDER, GeminiRequest
@@ -126,6 +134,7 @@ class GeminiModel(ProviderModel):
         # The SDK sends its timeout as Google's X-Server-Timeout, a deadline for the whole
         # generation on Google's side; that deadline stays generous.
         deadline = str(max(_SERVER_DEADLINE, math.ceil(idle)))
+        checked_headers(PROVIDER, {"x-goog-api-key": key}, key)  # on either path
         if transport == "lean" and lean_eligible(self._base):
             resource = name if name.startswith(("models/", "tunedModels/")) else f"models/{name}"
             return GeminiClient(

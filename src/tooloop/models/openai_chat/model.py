@@ -27,6 +27,7 @@ from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
 from ...transport.client import StatusError, StreamError, lean_eligible
+from ...transport.http import DEFAULT_MAX_CONNECTIONS
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
 from ..adapter import (
@@ -35,7 +36,9 @@ from ..adapter import (
     USER_AGENT,
     ErrorBody,
     ProviderModel,
+    check_max_connections,
     check_retries,
+    checked_headers,
     idle_timeout,
 )
 from ..base import ModelRequest, ModelSettings
@@ -71,9 +74,10 @@ _OPTIONS = frozenset(
         "tool_id_max_length",
         "reasoning_field",
         "transport",
+        "max_connections",
     }
 )
-_CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers")
+_CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers", "max_connections")
 
 
 def create(
@@ -92,8 +96,8 @@ def create(
     :data:`~tooloop.models.adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
     ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
     ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
-    ``tool_id_max_length`` and ``reasoning_field``, and ``transport`` (``"lean"``, the default, or
-    ``"sdk"``: see the module docstring).
+    ``tool_id_max_length`` and ``reasoning_field``, ``max_connections`` (the pool's cap, default
+    1000 as the SDK's), and ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring).
     """
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -114,20 +118,23 @@ def create(
     idle = idle_timeout(options.pop("timeout", DEFAULT_TIMEOUT))
     connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
     headers = options.pop("default_headers", None)
+    cap = check_max_connections(options.pop("max_connections", None))
     url = base_url or _OPENAI_URL
+    sent = checked_headers(provider, _lean_headers(key, headers), key)  # on either path
     if transport == "lean" and lean_eligible(url):
         lean = ChatClient(
             url,
-            _lean_headers(key, headers),
+            sent,
             retry=RetryPolicy(max_retries),
             connect_timeout=connect,
             read_timeout=idle,
             attempt_header="x-stainless-retry-count",
+            max_connections=cap or DEFAULT_MAX_CONNECTIONS,
         )
         return OpenAIChatModel(model_name, lean=lean, secret=key, provider=provider, settings=settings, **options)
     from .sdk import client_factory
 
-    factory = client_factory(key, base_url, max_retries, idle, connect, headers)
+    factory = client_factory(key, base_url, max_retries, idle, connect, headers, cap)
     return OpenAIChatModel(
         model_name, client=factory(), client_factory=factory, provider=provider, settings=settings, **options
     )

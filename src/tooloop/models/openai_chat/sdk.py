@@ -26,13 +26,29 @@ _DRAIN_SECONDS = 0.5
 
 
 def client_factory(
-    key: str, base_url: str | None, max_retries: int, idle: float, connect: float, headers: Mapping[str, str] | None
+    key: str,
+    base_url: str | None,
+    max_retries: int,
+    idle: float,
+    connect: float,
+    headers: Mapping[str, str] | None,
+    max_connections: int | None = None,
 ) -> Callable[[], AsyncOpenAI]:
-    """Makes the ``AsyncOpenAI`` clients of one model (one per event loop)."""
+    """Makes the ``AsyncOpenAI`` clients of one model (one per event loop), their pool capped at
+    ``max_connections`` when it is given (else the SDK's own cap)."""
     extra: dict[str, Any] = {"timeout": openai.Timeout(idle, connect=connect)}
     if headers:
         extra["default_headers"] = dict(headers)
-    return functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    make = functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    if max_connections is None:
+        return make
+
+    def capped() -> AsyncOpenAI:
+        kind = type(openai.DEFAULT_CONNECTION_LIMITS)  # the SDK's HTTP stack's Limits
+        limits = kind(max_connections=max_connections, max_keepalive_connections=min(max_connections, 100))
+        return make(http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+
+    return capped
 
 
 async def close_client(client: AsyncOpenAI) -> None:
