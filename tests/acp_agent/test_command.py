@@ -88,6 +88,14 @@ def test_a_tools_module_that_raises_on_import_is_a_usage_error_from_acp_and_run(
     assert "[agents.a] key 'tools': importing 'raising_tools' failed" in acp_agent.stderr
 
 
+def test_a_malformed_store_url_is_a_usage_error_before_serving(tmp_path: Path) -> None:
+    served = _command(["acp", "--model", "openai:gpt-4.1-mini", "--store", "sqlite:x.db"], tmp_path)
+    assert served.returncode == 2
+    assert served.stderr.startswith("tooloop acp: unknown store URL 'sqlite:x.db': use sqlite:///path.db")
+    assert "Traceback" not in served.stderr and served.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_max_turns_with_an_agent_changes_only_that_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tooloop.acp.__main__ import _parser, build_agent
 

@@ -34,9 +34,9 @@ async def serve(agent: Agent, *, store: Store | str | None = None, tools: Sessio
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="tooloop acp: %(levelname)s %(message)s")
+    opened = open_store(store) if isinstance(store, str) else None  # a bad URL fails before stdout is claimed
     from_file = is_regular_file(sys.stdin.fileno())
     reader, writer = await open_stdio(claim_stdout())
-    opened = open_store(store) if isinstance(store, str) else None
     server = AcpServer(agent, store=opened or store, tools=tools)  # type: ignore[arg-type]
     # session/resume and session/close are "unstable" in the SDK's router: served all the same
     conn = AgentSideConnection(

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..agent import Agent
 from ..errors import ConfigurationError
+from ..store import check_store_url
 from ..tools.tool import Tool, as_tool
 
 __all__ = ["build_agent", "load_tools", "main"]
@@ -110,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         agent = build_agent(args)
+        if args.store is not None:
+            check_store_url(args.store)
     except ConfigurationError as exc:
         print(f"tooloop acp: {exc}", file=sys.stderr)
         return 2
