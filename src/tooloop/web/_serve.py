@@ -43,7 +43,10 @@ async def serve(options: Options, announce: Callable[[str], None]) -> None:
     hosts = frozenset({"127.0.0.1", "localhost", "[::1]"}) if options.host in _LOOPBACK else None
     listening = _listen(options.host, options.port)
     app = create_app(options.store, token=options.token, config=options.config, hosts=hosts)
-    config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
+    # Open pages hold live streams: on Ctrl-C give them two seconds, not for ever.
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started:
