@@ -208,6 +208,7 @@ def test_fork_and_rerun_from_a_message_with_approvals_answered_in_the_page(
     first.locator("details.fork summary").click()
     first.locator("textarea[name=prompt]").fill("What is four plus five?")
     first.locator("select[name=agent]").select_option("helper")
+    first.locator("input[name=model]").fill("test:tools")  # another model than the agent's
     page.screenshot(path=str(screenshots / "fork-form.png"), full_page=True)
     navigate(page, lambda: first.locator("button[type=submit]").click())
     new_id = page.url.rsplit("/", 1)[1]
@@ -233,6 +234,14 @@ def test_fork_and_rerun_from_a_message_with_approvals_answered_in_the_page(
     page.screenshot(path=str(screenshots / "compare.png"), full_page=True)
     parent = run_async(lambda: _texts(store_url, "sum"))
     assert parent[0] == "What is **two plus three**? Use the tool."  # the parent is untouched
+    fork = run_async(lambda: _info(store_url, new_id))
+    assert (fork.model, fork.metadata["agent"], fork.metadata["agent_model"]) == ("test:tools", "helper", "test:tools")
+    assert fork.metadata["forked_from"] == {"session_id": "sum", "at": 0}
+
+
+async def _info(url: str, session_id: str) -> Any:
+    async with open_store(url) as store:
+        return await store.get_session(session_id)
 
 
 async def _texts(url: str, session_id: str) -> list[str]:

@@ -75,12 +75,14 @@ class Runs:
 
     async def fork_and_run(self, session_id: str, at: int, *, agent: str | None, prompt: str, model: str) -> str:
         """Fork ``session_id`` keeping ``at`` messages and, with an agent, run it there; the new id."""
-        built = self._agent(agent, model.strip() or None) if agent else None  # a bad name fails before forking
+        chosen = model.strip() or None
+        built = self._agent(agent, chosen) if agent else None  # a bad name fails before forking
         new_id = await self._store.fork(session_id, at)
         if built is None or agent is None:
             return new_id
         info = await self._store.get_session(new_id)
-        await self._store.set_metadata(new_id, metadata={**info.metadata, "agent": agent})
+        ran_by = {"agent": agent, **({"agent_model": chosen} if chosen else {})}
+        await self._store.set_metadata(new_id, metadata={**info.metadata, **ran_by})
         self._start(new_id, agent, built, prompt.strip() or None, ())
         return new_id
 
@@ -100,7 +102,10 @@ class Runs:
             request = ApprovalRequest(call.tool_call_id, call.tool_name, call.arguments)
             if call.tool_call_id in decisions:
                 approvals.append(request.approve() if decisions[call.tool_call_id] else request.deny())
-        self._start(session_id, name, self._agent(name, None), None, tuple(approvals))
+        model = info.metadata.get("agent_model")  # the model chosen when the fork was made
+        self._start(
+            session_id, name, self._agent(name, model if isinstance(model, str) else None), None, tuple(approvals)
+        )
 
     def _start(
         self, session_id: str, name: str, agent: Agent, prompt: str | None, approvals: tuple[ApprovalDecision, ...]
