@@ -1,13 +1,15 @@
 """A run holding a session's lease, for test_lease.py: ``python lease_owner.py URL LOG``.
 
-It asks for one ``slow`` call, then answers. ``slow`` writes "start" to LOG and sleeps, so the
-parent can SIGSTOP the process mid-tool and SIGCONT it after another worker took the session over.
+It asks for one ``slow`` call, then answers. ``slow`` writes "start" to LOG and runs until the
+parent creates LOG.go, so the parent can SIGSTOP the process mid-tool and SIGCONT it after
+another worker took the session over.
 The run's end (its answer or its error's type) is written to LOG as "end ...".
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from tooloop import Agent, ModelRequest, ModelResponse, ToolCall, ToolCallMessage
@@ -22,10 +24,15 @@ def log(line: str) -> None:
         f.write(line + "\n")
 
 
+def released() -> bool:
+    return os.path.exists(LOG + ".go")
+
+
 async def slow() -> str:
-    """Takes a while."""
+    """Runs until the parent lets it finish (it creates LOG.go)."""
     log("start")
-    await asyncio.sleep(1.0)
+    while not released():
+        await asyncio.sleep(0.02)
     return "owner's outcome"
 
 

@@ -118,6 +118,7 @@ async def test_a_paused_owner_woken_after_a_takeover_leaves_the_takers_session_a
             assert owner.poll() is None and time.monotonic() < deadline, "the owner never started its tool"
             await asyncio.sleep(0.02)
         owner.send_signal(signal.SIGSTOP)  # paused mid-tool, its lease runs out
+        await asyncio.to_thread(Path(f"{log}.go").touch)  # its tool returns as soon as it is woken
 
         def taker_script(request: ModelRequest) -> str:
             return "taker's answer"
