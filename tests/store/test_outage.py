@@ -71,3 +71,20 @@ async def test_a_database_that_does_not_exist_is_not_retried(own_postgres: Clust
         with pytest.raises(StoreError, match='database "nosuchdb" does not exist') as caught:
             await store.load("s")
     assert not caught.value.retryable
+
+
+async def test_the_store_reconnects_within_seconds_of_the_end_of_a_long_outage(own_postgres: Cluster) -> None:
+    async with open_store(own_postgres.url) as store:
+        await store.append("s", [])
+        own_postgres.stop()
+        restarted: list[float] = []
+
+        def restart_later() -> None:
+            time.sleep(8)  # long enough for a pool's own reconnection backoff to reach 8 s between tries
+            own_postgres.start()
+            restarted.append(time.monotonic())
+
+        threading.Thread(target=restart_later).start()
+        assert len(await store.load("s")) == 0  # waits through the outage
+        back = time.monotonic() - restarted[0]
+    assert back < 4, f"the store needed {back:.1f} s after the database came back"

@@ -50,6 +50,7 @@ __all__ = ["PostgresStore"]
 
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 _T = TypeVar("_T")
+_RECONNECT_TIMEOUT = 2.0
 _log = logging.getLogger("tooloop.store")
 _SESSION_COLUMNS = (
     "id, title, model, created_at, updated_at, version, message_count, usage, metadata, stop_reason, errors"
@@ -95,8 +96,16 @@ class PostgresStore(BaseStore):
 
     def _new_pool(self) -> AsyncConnectionPool[Any]:
         min_size, max_size = self._sizes
+        # A short reconnect_timeout: the pool's own reconnection backs off without bound (after a
+        # minute's outage, its next try could be a minute away); past it, waiting operations (retried
+        # here with a backoff capped at 1 s) make the pool try again at once.
         return AsyncConnectionPool(
-            self._conninfo, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
+            self._conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            reconnect_timeout=_RECONNECT_TIMEOUT,
         )
 
     @classmethod
@@ -155,7 +164,9 @@ class PostgresStore(BaseStore):
         delay, again = 0.05, False
         while True:
             try:
-                async with self._pool.connection(timeout=max(0.1, deadline - time.monotonic())) as conn:
+                # a short wait per attempt: asking again is what makes a pool that gave up reconnect
+                wait = min(max(0.1, deadline - time.monotonic()), 1.0 + _RECONNECT_TIMEOUT)
+                async with self._pool.connection(timeout=wait) as conn:
                     if not write:
                         return await work(conn, again)
                     async with conn.transaction():
