@@ -55,3 +55,24 @@ def test_open_hands_the_address_with_its_token_to_the_browser(tmp_path: Path) ->
         server.process.wait(10)
         if server.process.stdout is not None:
             server.process.stdout.close()
+
+
+def test_an_unreadable_store_is_reported_in_the_page_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    (tmp_path / "garbage.db").write_bytes(b"this is not an SQLite database at all" * 100)
+    server = start_web(f"sqlite:///{tmp_path}/garbage.db", tmp_path, "--no-token")
+    try:
+        for _ in range(2):  # the first failure does not take the server down
+            try:
+                urllib.request.urlopen(server.base + "/", timeout=20)
+                raise AssertionError("expected 503")
+            except urllib.error.HTTPError as error:
+                assert error.code == 503
+                assert "the store cannot be read" in error.read().decode()
+    finally:
+        server.process.terminate()
+        server.process.wait(10)
+        if server.process.stdout is not None:
+            server.process.stdout.close()

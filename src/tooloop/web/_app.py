@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ArgumentValueError, ConfigurationError, CorruptDataError, SessionNotFoundError
+from ..errors import ArgumentValueError, ConfigurationError, CorruptDataError, SessionNotFoundError, StoreError
 from ..messages import Message as ChatMessage
 from ..messages import StopReason, ToolCallMessage, ToolCallStatus
 from ..store import BaseStore, open_store
@@ -196,6 +196,8 @@ def create_app(
                 return web.problem(str(exc), 404)
             except (ArgumentValueError, ConfigurationError, CorruptDataError) as exc:
                 return web.problem(str(exc))
+            except StoreError as exc:  # the database is unreachable or unreadable: say so, keep serving
+                return web.problem(f"the store cannot be read: {exc}", 503)
 
         return Route(path, endpoint, methods=list(methods))
 
