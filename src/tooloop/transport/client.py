@@ -352,3 +352,28 @@ def _host_and_headers(endpoint: Endpoint, headers: Mapping[str, str]) -> bytes:
 def _upgrade(before: Endpoint, after: Endpoint) -> bool:
     """http to https on the same host and default ports: the credentials may follow (httpx's rule)."""
     return not before.tls and after.tls and before.host == after.host and (before.port, after.port) == (80, 443)
+
+
+class SdkFallback:
+    """What every SDK fallback's channel shares: its SDK clients (one per event loop), bodies as dicts.
+
+    A provider's ``sdk.py`` subclasses it with its ``translate`` and its request methods.
+    """
+
+    translate: Translate | None = None
+
+    def __init__(self, clients: PerLoop[Any]) -> None:
+        self.clients = clients
+
+    @property
+    def base_url(self) -> str:
+        """The first client's base URL."""
+        return str(self.clients.first.base_url)
+
+    def encode(self, body: Any) -> Any:
+        """The body as the SDKs take it: the dicts themselves."""
+        return body
+
+    async def aclose(self) -> None:
+        """Close every client this channel made."""
+        await self.clients.aclose()

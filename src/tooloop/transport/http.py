@@ -60,6 +60,13 @@ _MAX_HEAD = 65536
 class TransportError(Exception):
     """The exchange failed below HTTP: no connection, a reset, a body cut short."""
 
+    @classmethod
+    def caused_by(cls, exc: BaseException) -> TransportError:
+        """This error for ``exc`` (an SDK's or its HTTP library's), chained to it."""
+        error = cls(str(exc) or type(exc).__name__)
+        error.__cause__ = exc
+        return error
+
 
 class ConnectTimeout(TransportError):
     """The server did not accept the connection within the connect timeout."""

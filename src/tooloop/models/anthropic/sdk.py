@@ -18,7 +18,7 @@ import anthropic
 import httpx2
 from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
-from ...transport.client import StatusError, StreamError, UnreadableError
+from ...transport.client import SdkFallback, StatusError, StreamError, UnreadableError
 from ...transport.http import ReadTimeout, TransportError
 from ...transport.perloop import PerLoop
 
@@ -118,36 +118,22 @@ def translate(exc: Exception) -> Exception | None:
             return StreamError(exc.body)
         return StatusError(exc.status_code, exc.response.headers, exc.body, str(exc))
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return _chained(ReadTimeout(str(exc)), exc)
+        return ReadTimeout.caused_by(exc)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
-        return _chained(TransportError(str(exc)), exc)
+        return TransportError.caused_by(exc)
     if isinstance(exc, anthropic.APIResponseValidationError):
         return UnreadableError(str(exc))
     return None
 
 
-def _chained(error: Exception, cause: Exception) -> Exception:
-    error.__cause__ = cause
-    return error
-
-
-class SdkChannel:
+class SdkChannel(SdkFallback):
     """The SDK fallback behind the transport's face: ``AsyncAnthropic`` clients, one per event loop."""
 
     translate = staticmethod(translate)
 
     def __init__(self, clients: PerLoop[AsyncAnthropic]) -> None:
-        self.clients = clients
+        super().__init__(clients)
         self.secret, self.attempts, self.read_timeout = client_limits(clients.first)
-
-    @property
-    def base_url(self) -> str:
-        """The client's base URL."""
-        return str(self.clients.first.base_url)
-
-    def encode(self, body: Any) -> Any:
-        """The body as the SDK takes it: the dicts themselves."""
-        return body
 
     async def post_json(self, path: str, body: Any) -> Any:
         """Send a plain request; the answer's parsed JSON."""
@@ -160,7 +146,3 @@ class SdkChannel:
     async def post_stream(self, path: str, body: Any) -> SdkEvents:
         """Send a streamed request; its events."""
         return await open_stream(self.clients.get(), body)
-
-    async def aclose(self) -> None:
-        """Close every client this channel made."""
-        await self.clients.aclose()

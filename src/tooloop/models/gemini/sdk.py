@@ -19,7 +19,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from ...transport.client import StatusError, StreamError
+from ...transport.client import SdkFallback, StatusError, StreamError
 from ...transport.http import ReadTimeout, TransportError
 from ...transport.perloop import PerLoop
 
@@ -106,19 +106,14 @@ _TRANSPORT_ERRORS, _TIMEOUT_ERRORS = _http_errors()
 def translate(exc: Exception) -> Exception | None:
     """The transport's error for a ``google-genai`` exception (or its HTTP library's); None for any other."""
     if isinstance(exc, _TIMEOUT_ERRORS):
-        return _chained(ReadTimeout(str(exc)), exc)
+        return ReadTimeout.caused_by(exc)
     if isinstance(exc, _TRANSPORT_ERRORS):
-        return _chained(TransportError(str(exc)), exc)
+        return TransportError.caused_by(exc)
     if isinstance(exc, genai_errors.APIError):
         if not isinstance(exc.code, int):
             return StreamError(exc.details)
         return StatusError(exc.code, getattr(exc.response, "headers", None), exc.details, str(exc))
     return None
-
-
-def _chained(error: Exception, cause: Exception) -> Exception:
-    error.__cause__ = cause
-    return error
 
 
 class SdkEvents:
@@ -139,7 +134,7 @@ class SdkEvents:
         """Nothing to drop: the SDK's stream lets its connection go when it is collected."""
 
 
-class SdkChannel:
+class SdkChannel(SdkFallback):
     """The SDK fallback behind the transport's face: ``genai.Client`` clients (one per event loop)."""
 
     translate = staticmethod(translate)
@@ -147,7 +142,7 @@ class SdkChannel:
     """Requests one call makes: the adapter's retries are counted by the adapter."""
 
     def __init__(self, clients: PerLoop[genai.Client], model: str, base_url: str, read_timeout: float) -> None:
-        self.clients = clients
+        super().__init__(clients)
         self._model = model
         self._base_url = base_url
         self.read_timeout = read_timeout
@@ -156,10 +151,6 @@ class SdkChannel:
     def base_url(self) -> str:
         """The base URL as given."""
         return self._base_url
-
-    def encode(self, body: Any) -> Any:
-        """The arguments as the SDK takes them."""
-        return body
 
     def check_extra(self, extra: Mapping[str, Any]) -> None:
         """Every ``settings.extra`` field is the SDK's to judge."""
@@ -179,7 +170,3 @@ class SdkChannel:
     async def stream(self, sent: dict[str, Any]) -> SdkEvents:
         """One streamed request; its chunks as wire JSON."""
         return SdkEvents(stream(self.clients.get(), self._model, sent))
-
-    async def aclose(self) -> None:
-        """Close every client this channel made."""
-        await self.clients.aclose()

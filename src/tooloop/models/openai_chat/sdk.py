@@ -15,7 +15,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from ...transport.client import StatusError, StreamError
+from ...transport.client import SdkFallback, StatusError, StreamError
 from ...transport.http import ReadTimeout, TransportError
 from ...transport.perloop import PerLoop
 from .chunks import Chunk, chunk_from
@@ -107,9 +107,9 @@ def _stream_message(error: object) -> str:
 def translate(exc: Exception) -> Exception | None:
     """The transport's error for an ``openai`` SDK exception; None for any other exception."""
     if isinstance(exc, openai.APITimeoutError):
-        return _chained(ReadTimeout(str(exc)), exc)
+        return ReadTimeout.caused_by(exc)
     if isinstance(exc, openai.APIConnectionError):
-        return _chained(TransportError(str(exc)), exc)
+        return TransportError.caused_by(exc)
     if isinstance(exc, openai.APIStatusError):
         return StatusError(exc.status_code, exc.response.headers, exc.body, exc.message)
     if isinstance(exc, openai.APIError):  # an error event inside a stream
@@ -117,18 +117,13 @@ def translate(exc: Exception) -> Exception | None:
     return None
 
 
-def _chained(error: Exception, cause: Exception) -> Exception:
-    error.__cause__ = cause
-    return error
-
-
-class SdkChannel:
+class SdkChannel(SdkFallback):
     """The SDK fallback behind the transport's face: ``AsyncOpenAI`` clients, one per event loop."""
 
     translate = staticmethod(translate)
 
     def __init__(self, clients: PerLoop[AsyncOpenAI]) -> None:
-        self.clients = clients
+        super().__init__(clients)
         first = clients.first
         timeout = first.timeout
         self.read_timeout: float | None = (
@@ -137,15 +132,6 @@ class SdkChannel:
         self.attempts = first.max_retries + 1
         self.secret = first.api_key
 
-    @property
-    def base_url(self) -> str:
-        """The client's base URL."""
-        return str(self.clients.first.base_url)
-
-    def encode(self, body: Any) -> Any:
-        """The body as the SDK takes it: the dicts themselves."""
-        return body
-
     async def post_json(self, path: str, body: Any) -> Any:
         """Send ``body``; the parsed JSON answer."""
         data = await self.clients.get().post(path, body=body, cast_to=object)
@@ -153,8 +139,5 @@ class SdkChannel:
 
     async def post_stream(self, path: str, body: Any) -> ChunkStream:
         """Send ``body`` asking for a stream; its chunks."""
-        return await self.clients.get().post(path, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)
-
-    async def aclose(self) -> None:
-        """Close every client this channel made."""
-        await self.clients.aclose()
+        client: AsyncOpenAI = self.clients.get()
+        return await client.post(path, body=body, cast_to=object, stream=True, stream_cls=ChunkStream)

@@ -7,6 +7,7 @@ from typing import Any
 import openai
 
 from ...errors import ConfigurationError
+from ...transport.client import SdkFallback
 from ...transport.perloop import PerLoop
 from ..adapter import DEFAULT_CONNECT_TIMEOUT
 from ..openai_chat.sdk import translate
@@ -31,27 +32,18 @@ async def close_client(client: Any) -> None:
     await client.close()
 
 
-class ResponsesChannel:
+class ResponsesChannel(SdkFallback):
     """``client.responses.create``, plain and streamed, on ``AsyncOpenAI`` clients (one per event loop)."""
 
     translate = staticmethod(translate)
 
     def __init__(self, clients: PerLoop[openai.AsyncOpenAI]) -> None:
-        self.clients = clients
+        super().__init__(clients)
         first = clients.first
         self.secret = first.api_key
         self.attempts = first.max_retries + 1
         timeout = first.timeout
         self.read_timeout: float | None = timeout.read if isinstance(timeout, openai.Timeout) else timeout
-
-    @property
-    def base_url(self) -> str:
-        """The API's base URL (``.../v1``)."""
-        return str(self.clients.first.base_url)
-
-    def encode(self, body: Any) -> Any:
-        """The arguments as the SDK takes them."""
-        return body
 
     async def create(self, params: dict[str, Any]) -> Any:
         """One plain request; the SDK's ``Response``."""
@@ -60,7 +52,3 @@ class ResponsesChannel:
     async def create_stream(self, params: dict[str, Any]) -> Any:
         """One streamed request; the SDK's event stream."""
         return await self.clients.get().responses.create(**params, stream=True)
-
-    async def aclose(self) -> None:
-        """Close every client this channel made."""
-        await self.clients.aclose()
