@@ -80,7 +80,7 @@ PROMPT_FILTER = {
 }
 
 
-def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
+def completion(message: dict[str, Any], finish: str, counts: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "choices": [
             {
@@ -97,7 +97,7 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
         "object": "chat.completion",
         "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": FILTERS}],
         "system_fingerprint": None,
-        "usage": usage(),
+        "usage": counts or usage(),
     }
 
 
@@ -123,7 +123,7 @@ def call_turn(door: str) -> Reply:
 
 def answer_turn(door: str, text: str = "It is 40 C in Florence.") -> Reply:
     if door == "run":
-        return json_reply(completion({"content": text}, "stop"))
+        return json_reply(completion({"content": text}, "stop", usage(300, 12)))
     return sse_reply(
         [
             PROMPT_FILTER,
@@ -174,7 +174,7 @@ async def test_deployment_urls_with_api_version_and_api_key_header(
         assert "authorization" not in sent.headers
         assert sent.json["model"] == DEPLOYMENT
     assistant, tool = wire.requests[1].json["messages"][-2:]
-    assert assistant["tool_calls"][0]["function"] == {"name": "weather", "arguments": '{"location":"Florence, Italy"}'}
+    assert assistant["tool_calls"][0]["function"] == {"name": "weather", "arguments": '{"location": "Florence, Italy"}'}
     assert tool == {"role": "tool", "tool_call_id": CALL["id"], "content": "40 C"}
     if door == "stream":
         assert joined(events, TextDelta) == "It is 40 C in Florence."

@@ -262,7 +262,7 @@ async def test_reasoning_text_is_thinking_and_goes_back_before_the_call(
             "summary": [],
             "content": [{"type": "reasoning_text", "text": THOUGHT}],
         },
-        {"type": "function_call", "call_id": CALL_ID, "name": "read", "arguments": ARGUMENTS},
+        {"type": "function_call", "call_id": CALL_ID, "name": "read", "arguments": '{"path": "/tmp/notes.txt"}'},
         {"type": "function_call_output", "call_id": CALL_ID, "output": "remember the milk"},
     ]
     if door == "stream":

@@ -119,6 +119,27 @@ _PROVIDERS: dict[str, _Provider] = {
             "reasoning_field": "reasoning_content",
         },
     ),
+    "mistral": _Provider(
+        _OPENAI_CHAT,
+        {"base_url": "https://api.mistral.ai/v1", "api_key_env": "MISTRAL_API_KEY", "reasoning_field": "content"},
+    ),
+    "snowflake": _Provider(
+        _OPENAI_CHAT,
+        {"requires_base_url": True, "api_key_env": "SNOWFLAKE_PAT", "max_tokens_field": "max_completion_tokens"},
+    ),
+    "azure": _Provider(
+        "tooloop.models.openai_chat:create_azure",
+        {
+            "api_key_env": "AZURE_OPENAI_API_KEY",
+            "max_tokens_field": "max_completion_tokens",
+            "raw_invalid_arguments": True,
+            "tool_id_max_length": 40,
+        },
+        "openai",
+    ),
+    "lmstudio": _Provider(
+        _OPENAI_CHAT, {"base_url": "http://localhost:1234/v1", "api_key_env": "LMSTUDIO_API_KEY", **_LOCAL}
+    ),
 }
 """Built-in providers. Defaults are the factory's options; three are the registry's own:
 ``base_url`` (the provider's default URL), ``base_url_env`` (a variable holding a whole base URL,

@@ -27,6 +27,7 @@ __all__ = [
     "ChunkFunction",
     "ChunkShapeError",
     "ChunkToolCall",
+    "ContentPart",
     "chunk_from",
     "decode",
     "decode_each",
@@ -48,15 +49,32 @@ class ChunkToolCall(msgspec.Struct, gc=False):
     function: ChunkFunction | None = None
 
 
-class ChunkDelta(msgspec.Struct, gc=False):
-    """What a chunk adds to the answer."""
+class ContentPart(msgspec.Struct, gc=False):
+    """One typed chunk of a ``content`` list (Mistral's reasoning models): text, or thinking.
 
-    content: str | None = None
+    A ``thinking`` chunk holds its text as a list of text chunks in ``thinking``.
+    """
+
+    type: str | None = None
+    text: str | None = None
+    thinking: Any = None
+    signature: str | None = None
+
+
+class ChunkDelta(msgspec.Struct, gc=False):
+    """What a chunk adds to the answer.
+
+    ``content`` is text, or a list of typed chunks; ``reasoning_details`` are signed reasoning
+    blocks (OpenRouter's format), kept as sent.
+    """
+
+    content: str | list[ContentPart] | None = None
     tool_calls: list[ChunkToolCall] | None = None
     refusal: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     function_call: ChunkFunction | None = None
+    reasoning_details: list[dict[str, Any]] | None = None
 
 
 class ChunkChoice(msgspec.Struct, gc=False):

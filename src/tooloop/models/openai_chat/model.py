@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
@@ -53,9 +53,9 @@ if TYPE_CHECKING:
 
     from .sdk import SdkChannel
 
-__all__ = ["OpenAIChatModel", "create"]
+__all__ = ["PATH", "OpenAIChatModel", "Route", "build", "create"]
 
-_PATH = "/chat/completions"
+PATH = "/chat/completions"
 _NO_KEY = "not-needed"  # local servers without auth: the SDK insists on some key
 _OPENAI_URL = "https://api.openai.com/v1"
 _OPTIONS = frozenset(
@@ -99,11 +99,26 @@ def create(
     ``tool_id_max_length`` and ``reasoning_field``, ``max_connections`` (the pool's cap, default
     1000 as the SDK's), and ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring).
     """
-    unknown = set(options) - _OPTIONS
+    return build(model_name, provider, base_url, api_key, settings, options)
+
+
+def build(
+    model_name: str,
+    provider: str,
+    base_url: str | None,
+    api_key: str | None,
+    settings: ModelSettings | None,
+    options: dict[str, Any],
+    route: Route | None = None,
+) -> OpenAIChatModel:
+    """A model for the server at ``base_url`` (else OpenAI's) with the factory's ``options``;
+    ``route`` for servers that take requests elsewhere (Azure's deployment URLs)."""
+    known = _OPTIONS if route is None else _OPTIONS | {"api_version"}
+    unknown = set(options) - known
     if unknown:
         raise ConfigurationError(
             f"unknown option(s) for {provider!r} models: {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(_OPTIONS))}"
+            f"known: {', '.join(sorted(known))}"
         )
     client = options.pop("client", None)
     transport = options.pop("transport", "lean")
@@ -120,8 +135,11 @@ def create(
     headers = options.pop("default_headers", None)
     cap = check_max_connections(options.pop("max_connections", None))
     url = base_url or _OPENAI_URL
-    sent = checked_headers(provider, _lean_headers(key, headers), key)  # on either path
+    auth = route.auth(key) if route is not None else {"Authorization": f"Bearer {key}"}
+    sent = checked_headers(provider, _lean_headers(auth, headers), key)  # on either path
     if transport == "lean" and lean_eligible(url):
+        if route is not None:
+            options["path"] = route.path
         lean = ChatClient(
             url,
             sent,
@@ -134,7 +152,8 @@ def create(
         return OpenAIChatModel(model_name, lean=lean, secret=key, provider=provider, settings=settings, **options)
     from .sdk import client_factory
 
-    factory = client_factory(key, base_url, max_retries, idle, connect, headers, cap)
+    version = route.version if route is not None else None
+    factory = client_factory(key, base_url, max_retries, idle, connect, headers, cap, api_version=version)
     return OpenAIChatModel(
         model_name, client=factory(), client_factory=factory, provider=provider, settings=settings, **options
     )
@@ -152,13 +171,31 @@ def _key(provider: str, api_key: str | None, options: dict[str, Any]) -> str:
     return key
 
 
-def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+class Route(Protocol):
+    """Where a server that is not OpenAI-shaped takes requests (Azure's deployment URLs)."""
+
+    @property
+    def version(self) -> str:
+        """The API version the SDK's Azure client sends."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The request path after the base URL, query included."""
+        ...
+
+    def auth(self, key: str) -> dict[str, str]:
+        """The header that carries the key."""
+        ...
+
+
+def _lean_headers(auth: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
     """The headers the SDK would send: the key, organization and project from the environment, defaults."""
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        "Authorization": f"Bearer {key}",
+        **auth,
         "Accept-Encoding": "gzip, deflate",
     }
     for name, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
@@ -193,7 +230,9 @@ class OpenAIChatModel(ProviderModel):
         raw_invalid_arguments: bool = False,
         tool_id_max_length: int | None = None,
         reasoning_field: str | None = None,
+        path: str = PATH,
     ) -> None:
+        self._path = path
         self._request = ChatRequest(
             model_name,
             provider,
@@ -240,7 +279,7 @@ class OpenAIChatModel(ProviderModel):
         # collector.
         payload = self._channel.encode(body)
         del body
-        data = await self._channel.post_json(_PATH, payload)
+        data = await self._channel.post_json(self._path, payload)
         self._received(data)
         return parse_completion(data, self.provider)
 
@@ -251,7 +290,7 @@ class OpenAIChatModel(ProviderModel):
         self._sent(body)
         payload = self._channel.encode(body)
         del body  # as in _plain: nothing of the request is kept while the answer streams
-        chunks = await self._channel.post_stream(_PATH, payload)
+        chunks = await self._channel.post_stream(self._path, payload)
         reader = ChatStreamReader(self.provider, on_event)
         try:
             if not listening():

@@ -26,11 +26,14 @@ from ...messages import (
 from ...outcome import for_model
 from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
+from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
 
 __all__ = ["REASONING_FIELDS", "ChatRequest", "encode_arguments"]
 
-REASONING_FIELDS = ("reasoning_content", "reasoning")
+REASONING_FIELDS = ("reasoning_content", "reasoning", "content")
+"""Where a server reads reasoning back: a text field of the assistant message, or ``"content"``
+(``thinking`` chunks ahead of the text, Mistral's form)."""
 
 
 class ChatRequest:
@@ -109,7 +112,8 @@ class ChatRequest:
         if isinstance(item, UserMessage):
             return [{"role": "user", "content": item.text}]
         if isinstance(item, AssistantMessage):
-            return [{"role": "assistant", "content": _assistant_text(item), **self._reasoning(item.thinking)}]
+            turn = {"role": "assistant", "content": _assistant_text(item)}
+            return [self._with_reasoning(turn, item.thinking, item.provider_data)]
         if isinstance(item, SystemMessage):
             return [{"role": self._system_role, "content": item.text}]
         assert_never(item)
@@ -131,14 +135,30 @@ class ChatRequest:
             content = call.content if call.status is ToolCallStatus.OK else for_model(call).text
             results.append({"role": "tool", "tool_call_id": call_id, "content": content})
         turn = {"role": "assistant", "content": batch.text or None, "tool_calls": calls}
-        return [{**turn, **self._reasoning(batch.first.thinking)}, *results]
+        first = batch.first
+        return [self._with_reasoning(turn, first.thinking, first.provider_data), *results]
 
-    def _reasoning(self, thinking: tuple[ThinkingPart, ...]) -> dict[str, str]:
-        """The reasoning field for an assistant turn, on servers that read it back (``reasoning_field``)."""
+    def _with_reasoning(
+        self, turn: dict[str, Any], thinking: tuple[ThinkingPart, ...], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """An assistant turn with its reasoning, where this server reads it back.
+
+        ``reasoning_field`` names where: a text field, or ``"content"`` (thinking chunks ahead of
+        the text). ``reasoning_details`` this provider sent go back as they came.
+        """
+        own = data.get(self.provider) if data else None
+        if own and own.get(DETAILS):
+            turn[DETAILS] = own[DETAILS]
         if self._reasoning_field is None or not thinking:
-            return {}
-        text = "".join(part.text for part in own_thinking(thinking, self.provider) if not part.redacted)
-        return {self._reasoning_field: text} if text else {}
+            return turn
+        parts = [part for part in own_thinking(thinking, self.provider) if not part.redacted and part.text]
+        if not parts:
+            return turn
+        if self._reasoning_field == "content":
+            turn["content"] = content_chunks(parts, turn["content"])
+        else:
+            turn[self._reasoning_field] = "".join(part.text for part in parts)
+        return turn
 
 
 def _assistant_text(message: AssistantMessage) -> str:

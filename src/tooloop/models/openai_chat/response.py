@@ -32,6 +32,7 @@ from typing import Any
 from ...errors import ModelResponseError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ..error_table import provider_error
+from .reasoning import DETAILS, details_text, split_content
 
 __all__ = ["build_response", "intact", "parse_completion", "raise_embedded_error", "usage_from"]
 
@@ -63,11 +64,19 @@ def build_response(
     model: str | None,
     reasoning: str,
     provider: str,
+    signature: str | None = None,
+    details: list[dict[str, Any]] | None = None,
 ) -> ModelResponse:
-    """The neutral response for the parts of one answer, whichever path read them."""
+    """The neutral response for the parts of one answer, whichever path read them.
+
+    ``signature`` signs the reasoning (a Mistral thinking chunk's); ``details`` are the answer's
+    ``reasoning_details`` blocks, kept in ``provider_data[provider]`` to go back as they came.
+    """
     truncated = finish_reason == "length"
     tool_calls = _tool_calls(calls, truncated)
-    thinking = (ThinkingPart(intact(reasoning), provider=provider),) if reasoning else ()
+    if details:
+        reasoning = reasoning or details_text(details)
+    thinking = (ThinkingPart(intact(reasoning), signature=signature, provider=provider),) if reasoning else ()
     return ModelResponse(
         intact(text),
         tool_calls,
@@ -75,7 +84,8 @@ def build_response(
         usage_from(usage),
         thinking=thinking,
         refusal=intact(refusal) or None,
-        model=model,
+        model=model or None,
+        provider_data={provider: {DETAILS: details}} if details else {},
     )
 
 
@@ -123,14 +133,13 @@ def _arguments_text(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def _content_text(content: Any) -> str:
-    if not content:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # some servers answer with content parts
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-    raise ModelResponseError(f"unexpected message content: {content!r}"[:300])
+def _content(content: Any) -> tuple[str, str, str | None]:
+    """``(text, thinking, signature)`` of a message's content: text, or a list of typed chunks."""
+    if isinstance(content, list):  # content parts; Mistral's reasoning models put thinking there too
+        return split_content(p for p in content if isinstance(p, dict))
+    if content and not isinstance(content, str):
+        raise ModelResponseError(f"unexpected message content: {content!r}"[:300])
+    return content or "", "", None
 
 
 def parse_completion(data: Any, provider: str) -> ModelResponse:
@@ -157,17 +166,21 @@ def _parse_completion(data: Any, provider: str) -> ModelResponse:
         function = item.get("function") or {}
         calls.append((item.get("id"), function.get("name") or "", _arguments_text(function.get("arguments"))))
     legacy = message.get("function_call")
-    if legacy:
-        calls.append((None, legacy.get("name") or "", _arguments_text(legacy.get("arguments"))))
+    if legacy and legacy.get("name"):  # servers that fill every field send an empty one: no call
+        calls.append((None, legacy["name"], _arguments_text(legacy.get("arguments"))))
+    text, thinking, signature = _content(message.get("content"))
+    details = message.get(DETAILS)
     return build_response(
-        text=_content_text(message.get("content")),
+        text=text,
         refusal=message.get("refusal") or "",
         calls=calls,
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=choice.get("finish_reason") or None,
         usage=data.get("usage"),
         model=data.get("model"),
-        reasoning=message.get("reasoning_content") or message.get("reasoning") or "",
+        reasoning=message.get("reasoning_content") or message.get("reasoning") or thinking,
         provider=provider,
+        signature=signature,
+        details=details if isinstance(details, list) and details else None,
     )
 
 

@@ -33,13 +33,19 @@ def client_factory(
     connect: float,
     headers: Mapping[str, str] | None,
     max_connections: int | None = None,
+    *,
+    api_version: str | None = None,
 ) -> Callable[[], AsyncOpenAI]:
     """Makes the ``AsyncOpenAI`` clients of one model (one per event loop), their pool capped at
-    ``max_connections`` when it is given (else the SDK's own cap)."""
+    ``max_connections`` when it is given (else the SDK's own cap). With ``api_version`` they are
+    ``AsyncAzureOpenAI`` clients for the Azure deployment at ``base_url``."""
     extra: dict[str, Any] = {"timeout": openai.Timeout(idle, connect=connect)}
     if headers:
         extra["default_headers"] = dict(headers)
-    make = functools.partial(AsyncOpenAI, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
+    if api_version is not None:
+        extra["api_version"] = api_version
+    kind = AsyncOpenAI if api_version is None else openai.AsyncAzureOpenAI
+    make = functools.partial(kind, api_key=key, base_url=base_url, max_retries=max_retries, **extra)
     if max_connections is None:
         return make
 

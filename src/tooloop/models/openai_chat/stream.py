@@ -18,7 +18,8 @@ from ...messages import ModelResponse
 from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import Response, TransportError
 from ...transport.sse import SSEDecoder
-from .chunks import UNSET, Chunk, ChunkDelta, ChunkToolCall, chunk_from, decode, decode_each
+from .chunks import UNSET, Chunk, ChunkDelta, ChunkFunction, ChunkToolCall, ContentPart, chunk_from, decode, decode_each
+from .reasoning import Details, details_text, part_fields, thinking_text
 from .response import build_response, intact
 
 __all__ = ["ChatClient", "ChatStreamReader", "SSEChunks"]
@@ -60,14 +61,21 @@ _TEXT = object()
 """The span being gathered is answer text."""
 
 
-class _Rare:
-    """Refusal and reasoning text of a streamed answer (most answers have neither)."""
+_LEGACY = -1
+"""The index of a legacy ``function_call`` among the calls (``tool_calls`` indexes start at 0)."""
 
-    __slots__ = ("reasoning", "refusal")
+
+class _Rare:
+    """What few streamed answers have: refusal, reasoning, signed reasoning blocks, a legacy call."""
+
+    __slots__ = ("details", "legacy", "reasoning", "refusal", "signature")
 
     def __init__(self) -> None:
         self.refusal: list[str] = []
         self.reasoning: list[str] = []
+        self.signature: str | None = None
+        self.details: Details | None = None
+        self.legacy = False
 
 
 class ChatStreamReader:
@@ -144,7 +152,7 @@ class ChatStreamReader:
         chunk = None
         try:
             for chunk in chunks:
-                if self._model is None:
+                if not self._model:  # Azure's first chunk (prompt filter results) names no model
                     self._model = chunk.model
                 if chunk.usage:
                     self._usage = chunk.usage
@@ -162,8 +170,12 @@ class ChatStreamReader:
             raise self._unreadable(chunk) from exc
 
     def _delta(self, delta: ChunkDelta) -> None:
-        if delta.content:
-            self._add_text(delta.content)
+        content = delta.content
+        if content:
+            if type(content) is str:
+                self._add_text(content)
+            else:
+                self._add_parts(content)  # type: ignore[arg-type]  # the other kind: a list of chunks
         if delta.tool_calls:
             for fragment in delta.tool_calls:
                 if not self._continued(fragment):
@@ -173,6 +185,7 @@ class ChatStreamReader:
             or delta.reasoning_content is not None
             or delta.reasoning is not None
             or delta.function_call is not None
+            or delta.reasoning_details is not None
         ):
             self._add_rare(delta)
 
@@ -208,13 +221,47 @@ class ChatStreamReader:
         if delta.refusal:
             self._rare_parts().refusal.append(delta.refusal)
         reasoning = delta.reasoning_content or delta.reasoning
+        if delta.reasoning_details:
+            rare = self._rare_parts()
+            if rare.details is None:
+                rare.details = Details()
+            rare.details.add(delta.reasoning_details)
+            reasoning = reasoning or details_text(delta.reasoning_details)
         if reasoning:
-            self._rare_parts().reasoning.append(reasoning)
-            if self._on_event is not None:
-                self._flush()
-                self._emit(ThinkingDelta(reasoning))
+            self._add_reasoning(reasoning)
         if delta.function_call is not None:
-            self._add_call_fragment(ChunkToolCall(index=0, function=delta.function_call))
+            self._add_legacy(delta.function_call)
+
+    def _add_reasoning(self, text: str) -> None:
+        self._rare_parts().reasoning.append(text)
+        if self._on_event is not None:
+            self._flush()
+            self._emit(ThinkingDelta(text))
+
+    def _add_legacy(self, function: ChunkFunction) -> None:
+        """A legacy ``function_call`` fragment: a name opens the call, later fragments add arguments.
+
+        One without a name and before any named one (servers that fill every field send
+        ``{"name": "", "arguments": ""}`` on plain answers) is no call.
+        """
+        if function.name:
+            self._rare_parts().legacy = True
+        elif self._rare is None or not self._rare.legacy or not function.arguments:
+            return
+        self._add_call_fragment(ChunkToolCall(index=_LEGACY, function=function))
+
+    def _add_parts(self, parts: list[ContentPart]) -> None:
+        """A content list: thinking chunks are reasoning, text chunks are answer text."""
+        for part in parts:
+            kind, text, thinking, signature = part_fields(part)
+            if kind == "thinking":
+                reasoning = thinking_text(thinking)
+                if signature:
+                    self._rare_parts().signature = signature
+                if reasoning:
+                    self._add_reasoning(reasoning)
+            elif text and kind in (None, "text"):
+                self._add_text(text)
 
     def _rare_parts(self) -> _Rare:
         if self._rare is None:
@@ -326,17 +373,23 @@ class ChatStreamReader:
             )
         if self._held and self._on_event is not None:
             self._on_event(TextDelta(self._held))
-        rare = self._rare
+        rare = self._rare or _NONE
         return build_response(
             text="".join(self._text),
-            refusal="".join(rare.refusal) if rare is not None else "",
+            refusal="".join(rare.refusal),
             calls=[(c.id, c.name, "".join(c.args)) for c in self._calls],
             finish_reason=self._finish_reason,
             usage=self._usage,
             model=self._model,
-            reasoning="".join(rare.reasoning) if rare is not None else "",
+            reasoning="".join(rare.reasoning),
             provider=self._provider,
+            signature=rare.signature,
+            details=rare.details.blocks() if rare.details is not None else None,
         )
+
+
+_NONE = _Rare()
+"""What an answer without any rare part has (read, never changed)."""
 
 
 class SSEChunks:

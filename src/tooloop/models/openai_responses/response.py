@@ -37,10 +37,11 @@ def read(response: Response) -> ModelResponse:
             if item.status in (None, "completed"):  # a call cut off by the token limit never runs
                 calls.append(ToolCall(item.call_id, item.name, item.arguments or "{}"))
         elif item.type == "reasoning":
-            summary = "\n\n".join(s.text for s in item.summary)
-            if summary:
-                thinking.append(ThinkingPart(summary, provider=PROVIDER))
-            if item.encrypted_content:
+            # A summary (OpenAI), else the reasoning text itself (gpt-oss on LM Studio or vLLM).
+            thought = "\n\n".join(s.text for s in item.summary) or "".join(c.text for c in item.content or ())
+            if thought:
+                thinking.append(ThinkingPart(thought, provider=PROVIDER))
+            if item.encrypted_content or item.content:  # what the server needs back to go on
                 reasoning.append(item.model_dump(mode="json", exclude_none=True, exclude={"status"}))
     return ModelResponse(
         "".join(text),

@@ -18,11 +18,18 @@ __all__ = ["Streamer"]
 
 
 class Streamer:
-    """Forwards stream deltas to ``on_event`` and returns the response of the terminal event."""
+    """Forwards stream deltas to ``on_event`` and returns the response of the terminal event.
+
+    A call's ``ToolCallDelta`` events, joined, are its arguments even from servers that send them
+    only when the call is done (LM Studio: ``function_call_arguments.done`` and the finished
+    ``output_item.done``, no ``.delta`` events): what the deltas have not said yet is sent then.
+    """
 
     def __init__(self, on_event: EventHandler | None):
         self.on_event = on_event
         self.call_index: dict[int, int] = {}
+        self.said: dict[int, str] = {}
+        """The arguments text sent so far for each call, by output index."""
 
     async def run(self, events: AsyncIterator[Any]) -> ModelResponse:
         """Read the stream to its end (so its connection goes back to the pool) and return the response."""
@@ -46,13 +53,31 @@ class Streamer:
             return None
         if kind == "response.output_text.delta":
             on_event(TextDelta(event.delta))
-        elif kind == "response.reasoning_summary_text.delta":
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             on_event(ThinkingDelta(event.delta))
         elif kind == "response.function_call_arguments.delta":
             index = self.call_index.get(event.output_index)
             if index is not None:
+                self.said[event.output_index] += event.delta
                 on_event(ToolCallDelta(index, arguments_delta=event.delta))
-        elif kind == "response.output_item.added" and event.item.type == "function_call":
-            index = self.call_index[event.output_index] = len(self.call_index)
-            on_event(ToolCallDelta(index, event.item.call_id, event.item.name))
+        elif kind == "response.function_call_arguments.done":
+            self._finish(event.output_index, event.arguments, on_event)
+        elif kind in ("response.output_item.added", "response.output_item.done") and event.item.type == "function_call":
+            if event.output_index not in self.call_index:
+                self._open(event.output_index, event.item, on_event)
+            elif kind == "response.output_item.done":
+                self._finish(event.output_index, event.item.arguments, on_event)
         return None
+
+    def _open(self, output_index: int, item: Any, on_event: EventHandler) -> None:
+        index = self.call_index[output_index] = len(self.call_index)
+        arguments = self.said[output_index] = item.arguments or ""
+        on_event(ToolCallDelta(index, item.call_id, item.name, arguments))
+
+    def _finish(self, output_index: int, arguments: str | None, on_event: EventHandler) -> None:
+        """The call's whole arguments arrived: send the part the deltas have not said."""
+        said = self.said.get(output_index)
+        if said is None or not arguments or len(arguments) <= len(said) or not arguments.startswith(said):
+            return
+        self.said[output_index] = arguments
+        on_event(ToolCallDelta(self.call_index[output_index], arguments_delta=arguments[len(said) :]))
