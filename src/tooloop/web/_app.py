@@ -280,13 +280,7 @@ async def _sessions(web: _Web, request: Request) -> Response:
 async def _session_view(web: _Web, request: Request) -> dict[str, Any]:
     sid = request.path_params["sid"]
     info = await web.store.get_session(sid)
-    problem = None
-    try:
-        messages: list[ChatMessage] = list(await web.store.load(sid))
-    except CorruptDataError as exc:
-        messages = list(exc.transcript or [])
-        problem = str(exc)
-    writes = await web.store.writes(sid)
+    (messages, problem), writes = await asyncio.gather(_lenient_load(web.store, sid), web.store.writes(sid))
     pages = max(1, math.ceil(len(messages) / PAGE_SIZE))
     page = min(_int(request.query_params.get("page"), 1, 1), pages)
     start = (page - 1) * PAGE_SIZE

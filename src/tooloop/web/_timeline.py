@@ -6,6 +6,7 @@ here touches the network or the store.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,14 +122,16 @@ def build_waterfall(entries: Sequence[Entry], writes: Sequence[Write]) -> Waterf
     """Model requests (from the last record before a response to the response) and tool calls
     (from their first record to their outcome) of the page; None when the store has no times."""
     timed = sorted((w.seq, w.written_at) for w in writes if w.written_at is not None)
+    seqs = [seq for seq, _ in timed]
     responses = {id(e) for e in _responses(entries)}
     first_seq = {p: s for p, (s, _, _) in _times(writes).items()}
     spans: list[tuple[str, Literal["request", "tool", "error", "running"], datetime, datetime, int]] = []
     for entry in entries:
         if id(entry) in responses and entry.first_written is not None:
-            before = [t for s, t in timed if s < first_seq.get(entry.pos, 0) and t is not None]
-            if before:
-                spans.append(("model request", "request", before[-1], entry.first_written, entry.pos))
+            before = bisect.bisect_left(seqs, first_seq.get(entry.pos, 0))  # records are timed in seq order
+            sent = timed[before - 1][1] if before > 0 else None
+            if sent is not None:
+                spans.append(("model request", "request", sent, entry.first_written, entry.pos))
         message = entry.message
         if isinstance(message, ToolCallMessage) and entry.first_written is not None and entry.last_written is not None:
             kind: Literal["tool", "error", "running"] = (
