@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
-from .http import DEFAULT_MAX_CONNECTIONS, Endpoint, Pool, RedirectError, Response, TransportError
+from .http import DEFAULT_MAX_CONNECTIONS, Connector, Endpoint, Pool, RedirectError, Response, TransportError
 from .perloop import PerLoop
 from .retry import RetryPolicy, retry_after
 
@@ -198,7 +198,8 @@ class Client:
 
     ``attempt_header`` names a header that carries the retry count (the Stainless SDKs send
     ``x-stainless-retry-count``); ``retry`` is the policy (``max_retries=0`` when the caller
-    retries itself).
+    retries itself); ``connector`` opens connections instead of the network (tests:
+    :class:`~.memory.MemoryTransport`).
     """
 
     def __init__(
@@ -211,6 +212,7 @@ class Client:
         read_timeout: float | None,
         attempt_header: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        connector: Connector | None = None,
     ) -> None:
         self.endpoint = Endpoint.parse(base_url)
         self.retry = retry
@@ -231,7 +233,11 @@ class Client:
 
         def pool() -> Pool:
             return Pool(
-                endpoint, connect_timeout=connect_timeout, read_timeout=read_timeout, max_connections=max_connections
+                endpoint,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                max_connections=max_connections,
+                connector=connector,
             )
 
         self.pools: PerLoop[Pool] = PerLoop(pool(), pool, Pool.aclose, Pool.abandon)

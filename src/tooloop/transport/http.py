@@ -27,7 +27,7 @@ import ssl
 import sys
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
@@ -37,6 +37,7 @@ from .._deadline import deadline
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "ConnectTimeout",
+    "Connector",
     "Endpoint",
     "Pool",
     "ReadTimeout",
@@ -52,6 +53,8 @@ DEFAULT_MAX_CONNECTIONS = 1000
 """Connections one pool keeps open at most, as the SDKs' HTTP stack does; more requests wait their turn."""
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Connector = Callable[["Endpoint"], Awaitable[_Conn]]
+"""Opens a connection to an endpoint: its reader and writer."""
 _BROKEN = (OSError, asyncio.IncompleteReadError)
 """What a read raises when the connection broke (a reset, a TLS failure, the end of the stream)."""
 _MAX_HEAD = 65536
@@ -377,8 +380,11 @@ class Pool:
         connect_timeout: float | None,
         read_timeout: float | None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        connector: Connector | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.connector = connector
+        """Opens a connection instead of the network (an in-memory stand-in in tests: :mod:`.memory`)."""
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_connections = max_connections
@@ -400,6 +406,7 @@ class Pool:
                 connect_timeout=self.connect_timeout,
                 read_timeout=self.read_timeout,
                 max_connections=self.max_connections,
+                connector=self.connector,
             )
         return pool
 
@@ -542,7 +549,10 @@ class Pool:
 
     async def _open(self) -> _Conn:
         endpoint = self.endpoint
-        opening = asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
+        if self.connector is not None:
+            opening = self.connector(endpoint)
+        else:
+            opening = asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
         try:
             if self.connect_timeout is None:
                 return await opening
