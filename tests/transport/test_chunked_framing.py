@@ -1,9 +1,9 @@
-"""The lean transport's chunked-body decoder, fed the bytes of a body cut anywhere.
+"""The transport's chunked-body decoder, fed the bytes of a body cut anywhere.
 
 The transport reads whatever has arrived and decodes every chunk it completes, so a stream of
 many small events that arrives at once costs one read; these check the decoding against bodies
 cut at every possible place. The end-to-end behaviour (keep-alive, extensions and trailers on a
-real socket, a body cut short) is in test_lean_transport.py and the adapters' wire tests.
+real socket, a body cut short) is in tests/models/test_lean_transport.py and tests/transport.
 """
 
 from __future__ import annotations
