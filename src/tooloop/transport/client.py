@@ -275,7 +275,8 @@ class Client:
 
     async def post_json(self, path: str, body: Any) -> Any:
         """Send ``body`` (or JSON already encoded, as bytes); the parsed JSON answer."""
-        response = await self.post(path, body)
+        # _send directly, not post(): one coroutine fewer on every plain request
+        response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
         return loads(await response.read())
 
     async def post(self, path: str, body: Any) -> Response:
