@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+import httptools
+
 from .._deadline import deadline
 
 __all__ = [
@@ -131,59 +133,92 @@ class Endpoint:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+class _Parse:
+    """What llhttp (through ``httptools``) reports of one response, as it parses the bytes fed to it."""
+
+    __slots__ = ("body", "complete", "headers", "idle", "keep", "parser", "status")
+
+    def __init__(self) -> None:
+        self.status = 0
+        """The status once the head is complete (0 before; a 1xx is replaced by the answer that follows)."""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.complete = False
+        self.keep = False
+        self.idle = 0
+        """Bytes fed in a row that held no body (a bound on chunk lines and trailers)."""
+        self.parser: httptools.HttpResponseParser | None = None
+
+    def on_message_begin(self) -> None:
+        if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
+            raise _Extra
+        self.headers = []
+        self.complete = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        parser = self.parser
+        assert parser is not None
+        self.status = parser.get_status_code()
+        self.keep = parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+
+class _Extra(Exception):
+    """Bytes came after the end of the answer."""
+
+
 class Response:
-    """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`."""
+    """Status and headers of one response; read the body once with :meth:`read` or :meth:`iter_bytes`.
 
-    __slots__ = (
-        "_chunks",
-        "_conn",
-        "_decoder",
-        "_framing",
-        "_head",
-        "_headers",
-        "_length",
-        "_pool",
-        "_reusable",
-        "plain_length",
-        "status",
-    )
+    The framing (``content-length``, chunked, up to the end of the connection; none for 1xx,
+    204 and 304) is llhttp's, the parser Node.js uses, through ``httptools``.
+    """
 
-    def __init__(self, pool: Pool, conn: _Conn, head: bytes) -> None:
-        # Only the framing is read now (from the lowercased head, without splitting it into
-        # lines); the header dict is built when someone asks for it (an error, a retry).
-        self.status = _status(head)
-        self._head = head
-        self._headers: dict[str, str] | None = None
+    __slots__ = ("_conn", "_decoder", "_headers", "_parse", "_parser", "_pool", "plain_length", "status")
+
+    def __init__(self, pool: Pool, conn: _Conn, parser: httptools.HttpResponseParser, parse: _Parse) -> None:
+        self.status = parse.status
         self._pool = pool
         self._conn: _Conn | None = conn
-        self._chunks: _Chunks | None = None
-        lowered = head.lower()
-        # find() rather than "in": a bytes needle in bytes.__contains__ first fails as an int
-        self._reusable = (_value(lowered, b"\r\nconnection:") or b"").find(b"close") < 0
-        chunked = (_value(lowered, b"\r\ntransfer-encoding:") or b"").find(b"chunked") >= 0
-        length = _value(lowered, b"\r\ncontent-length:")
-        if self.status in (204, 304):  # never a body, whatever the headers say
-            chunked, length = False, b"0"
-        self._framing = "chunked" if chunked else ("length" if length is not None else "close")
-        self._length = _content_length(length) if length is not None and not chunked else -1
-        """With ``length`` framing, the bytes of the body still to read."""
-        encoding = _value(lowered, b"\r\ncontent-encoding:")
+        self._parser = parser
+        self._parse = parse
+        self._headers: dict[str, str] | None = None
         self._decoder: _Decoder | None = None
-        if encoding is not None and encoding != b"identity":
-            self._decoder = _decoder(encoding)
-        self.plain_length = self._length if self._framing == "length" and self._decoder is None else -1
+        length = -1
+        for name, value in parse.headers:  # the two this client needs; the dict is built on demand
+            if len(name) == 16 and name.lower() == b"content-encoding":
+                encoding = value.strip().lower()
+                if encoding and encoding != b"identity":
+                    self._decoder = _decoder(encoding)
+            elif len(name) == 14 and name.lower() == b"content-length":
+                length = int(value)  # llhttp checked it is a number
+        self.plain_length = length if self._decoder is None else -1
         """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
+        if parse.complete:
+            self._done()
 
     @property
     def headers(self) -> dict[str, str]:
         """The response headers, names lowercased (repeated headers joined with ``", "``)."""
         if self._headers is None:
-            self._headers = _parse_headers(self._head)
+            headers: dict[str, str] = {}
+            for raw_name, raw_value in self._parse.headers:
+                name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1").strip()
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            self._headers = headers
         return self._headers
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool); the idle timeout holds for each read."""
-        data = await self._raw_piece()  # usually the whole body, already buffered
+        data = await self._raw_piece()  # usually the whole body, already parsed with the head
         if self._conn is not None:
             pieces = [data]
             while piece := await self._raw_piece():
@@ -232,93 +267,56 @@ class Response:
             self._pool.release(conn, False)
 
     async def _raw_piece(self) -> bytes:
-        """The next bytes of the body as they came off the wire, chunk framing removed; ``b""`` at its end."""
-        while (conn := self._conn) is not None:
-            framing = self._framing
-            if framing == "length":
-                if self._length <= 0:
-                    self._done()
-                    break
-                data = await self._pool.timed(conn[0].read(self._length))
-                if not data:
-                    raise TransportError("the server closed the connection before the body was complete")
-                self._length -= len(data)
-                if self._length == 0:
-                    self._done()  # back in the pool before the caller even looks at the bytes
-                return data
+        """The next bytes of the body as they came off the wire, framing removed; ``b""`` at its end."""
+        parse = self._parse
+        while True:
+            body = parse.body
+            if body:
+                parse.body = []
+                return body[0] if len(body) == 1 else b"".join(body)
+            conn = self._conn
+            if conn is None:
+                return b""
             data = await self._pool.timed(conn[0].read(65536))
-            if framing == "close":
-                if data:
-                    return data
-                self._reusable = False
-                self._done()
-                break
             if not data:
-                raise TransportError("the server closed the connection before the body was complete")
-            chunks = self._chunks
-            if chunks is None:
-                chunks = self._chunks = _Chunks()  # one read (and one idle timer) per arrival, not two per chunk
-            piece = chunks.feed(data)
-            if chunks.done:
-                self._reusable = self._reusable and not chunks.extra
-                self._done()
-            if piece:
-                return piece
-        return b""
+                self._end()
+                continue
+            _feed(self._parser, parse, data)
+            if parse.complete:
+                self._done()  # back in the pool before the caller even looks at the bytes
+            elif not parse.body:
+                parse.idle += len(data)
+                if parse.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
+                    raise TransportError("the server sent too many bytes that are not the body (chunk lines, trailers)")
+            else:
+                parse.idle = 0
+
+    def _end(self) -> None:
+        """The server closed the connection: the end of a body framed by it, else a body cut short."""
+        parse = self._parse
+        if parse.complete or parse.keep or any(name.lower() in _FRAMED for name, _ in parse.headers):
+            raise TransportError("the server closed the connection before the body was complete")
+        parse.complete = True
+        self._done()
 
     def _done(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            self._pool.release(conn, self._reusable)
+            self._pool.release(conn, self._parse.keep)
 
 
-class _Chunks:
-    """Decodes a chunked body from the bytes as they arrive; ``done`` after the last chunk and trailers."""
-
-    __slots__ = ("_buffer", "done", "extra")
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self.done = False
-        self.extra = False
-        """Bytes came after the body (the connection is not reused)."""
-
-    def feed(self, data: bytes) -> bytes:
-        """The body bytes of the chunks ``data`` completes."""
-        buffer = self._buffer
-        buffer += data
-        pieces = []
-        pos = 0
-        while True:
-            end = buffer.find(b"\r\n", pos)
-            if end < 0:
-                _check_line(len(buffer) - pos)
-                break
-            size = _chunk_size(buffer[pos:end])
-            if size == 0:
-                last = buffer.find(b"\r\n\r\n", end)  # after the trailers, if any
-                _check_line(len(buffer) - end if last < 0 else 0)
-                self.done, self.extra = last >= 0, last >= 0 and len(buffer) > last + 4
-                break
-            start = end + 2
-            if len(buffer) < start + size + 2:
-                break
-            pieces.append(buffer[start : start + size])
-            pos = start + size + 2
-        del buffer[:pos]
-        return b"".join(pieces)
+_FRAMED = (b"content-length", b"transfer-encoding")
 
 
-def _check_line(length: int) -> None:
-    if length > _MAX_HEAD:
-        raise TransportError("response chunk line or trailers too long")
-
-
-def _chunk_size(line: bytearray) -> int:
+def _feed(parser: httptools.HttpResponseParser, parse: _Parse, data: bytes) -> None:
     try:
-        return int(line.split(b";", 1)[0], 16)
-    except ValueError:
-        raise TransportError(f"bad chunk size line {bytes(line[:40])!r}") from None
+        parser.feed_data(data)
+    except httptools.HttpParserCallbackError as exc:
+        if not isinstance(exc.__context__, _Extra):
+            raise
+        parse.keep = False
+    except httptools.HttpParserError as exc:
+        raise TransportError(f"the server sent a malformed response: {exc}") from None
 
 
 class _Decoder(Protocol):
@@ -575,17 +573,16 @@ class Pool:
                 writer.write(head)
                 writer.write(body)
                 await self._drain(writer)
-            if self.read_timeout is None:
-                head = await self.timed(reader.readuntil(b"\r\n\r\n"))
-            else:  # the usual case, without a coroutine around the read
-                try:
-                    with deadline(self.read_timeout):
-                        head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.LimitOverrunError, *_BROKEN) as exc:
-                    raise self._failure(exc) from (
-                        None if isinstance(exc, TimeoutError | asyncio.LimitOverrunError) else exc
-                    )
-            response = Response(self, conn, head)
+            parse = _Parse()
+            parser = parse.parser = httptools.HttpResponseParser(parse)
+            received = 0
+            while parse.status < 200:  # a 1xx informational answer is skipped: the real one follows
+                data = await self._head_bytes(reader, received)
+                received += len(data)
+                if received > _MAX_HEAD and not parse.status:
+                    raise TransportError("the response head is too long")
+                _feed(parser, parse, data)
+            response = Response(self, conn, parser, parse)
         except TransportError as exc:
             self._drop(conn, failed=True)
             if not fresh and _nothing_received(exc):
@@ -594,9 +591,24 @@ class Pool:
         except BaseException:
             self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
             raise
-        if response.status < 200:  # 1xx informational: the real answer follows
-            return await self._exchange(conn, b"", b"", fresh=True)
         return response
+
+    async def _head_bytes(self, reader: asyncio.StreamReader, received: int) -> bytes:
+        """The next bytes of the response head, within the idle timeout."""
+        try:
+            if self.read_timeout is None:
+                data = await reader.read(65536)
+            else:
+                with deadline(self.read_timeout):
+                    data = await reader.read(65536)
+        except _BROKEN as exc:
+            raise self._failure(exc) from (None if isinstance(exc, TimeoutError) else exc)
+        if not data:  # the server closed the connection
+            partial = b"-" if received else b""
+            raise self._failure(asyncio.IncompleteReadError(partial, None)) from asyncio.IncompleteReadError(
+                partial, None
+            )
+        return data
 
     async def _drain(self, writer: asyncio.StreamWriter) -> None:
         """Wait until the kernel took what was written, for at most the idle timeout without progress."""
@@ -687,46 +699,3 @@ def _nothing_received(exc: TransportError) -> bool:
 
 class _Stale(Exception):
     """A reused keep-alive connection turned out to be closed before any answer came."""
-
-
-def _status(head: bytes) -> int:
-    """The status code of a response head (``HTTP/1.1 200 OK\\r\\n...``)."""
-    code = head[9:12]
-    if head[:5] != b"HTTP/" or head[8:9] != b" " or not code.isdigit() or head[12:13] not in (b" ", b"\r"):
-        line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = line.split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-            raise TransportError(f"not an HTTP response: {line[:80]!r}")
-        return int(parts[1])
-    return int(code)
-
-
-def _value(lowered: bytes, name: bytes) -> bytes | None:
-    """The (first) value of header ``name`` (given as ``\\r\\nname:``) in a lowercased head."""
-    start = lowered.find(name)
-    if start < 0:
-        return None
-    start += len(name)
-    return lowered[start : lowered.find(b"\r\n", start)].strip()
-
-
-def _content_length(value: bytes) -> int:
-    try:
-        length = int(value)
-    except ValueError:
-        raise TransportError(f"bad content-length {value[:40]!r}") from None
-    if length < 0:
-        raise TransportError(f"bad content-length {value[:40]!r}")
-    return length
-
-
-def _parse_headers(raw: bytes) -> dict[str, str]:
-    lines = raw.decode("latin-1").split("\r\n")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            key = name.strip().lower()
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return headers
