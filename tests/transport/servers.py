@@ -249,7 +249,7 @@ class RawPeer:
     ``/rstreused/``: a request with a body over 1 MB on a connection that already served a request
     is reset after 64 KB of its body (a keep-alive connection the server dropped mid-upload).
     ``/reject/``: the first connection of a token gets a 413 and a reset before its body is read;
-    later ones are served.
+    later ones are served. ``/endless/``: a chunked answer whose trailer never ends.
     """
 
     def __init__(self) -> None:
@@ -301,6 +301,13 @@ class RawPeer:
                     conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\n")
                     conn.sendall(b"content-length: %d\r\n\r\n%s" % (len(reply), reply))
                     return _reset(conn)
+                if scenario == "endless":  # a chunked answer whose trailer never ends
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                    )
+                    conn.sendall(b"2\r\n{}\r\n0\r\nx-trailer: " + b"v" * (256 << 10))
+                    time.sleep(3)
+                    return None
                 if scenario == "rstreused" and served and length > 1 << 20:
                     while len(buffer) < 65536:
                         buffer += _recv(conn)

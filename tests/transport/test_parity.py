@@ -251,6 +251,14 @@ async def test_raw_deflate_body_is_decoded(make: Make, upstream: Upstream, token
     assert (await ask(make(upstream.url("deflate", token)), streamed)).text == "pong from deflate"
 
 
+async def test_an_endless_trailer_is_an_error_not_a_hang(make: Make, raw_peer: RawPeer, token: str) -> None:
+    model = make(raw_peer.url("endless", token), timeout=2.0)
+    started = time.monotonic()
+    with pytest.raises(ProviderError):
+        await ask(model, False)
+    assert time.monotonic() - started < 1.5  # refused by its size, before the idle timeout
+
+
 # 11. 204 and 304 have no body
 
 

@@ -277,19 +277,25 @@ class Response:
             conn = self._conn
             if conn is None:
                 return b""
-            data = await self._pool.timed(conn[0].read(65536))
-            if not data:
-                self._end()
-                continue
-            _feed(self._parser, parse, data)
-            if parse.complete:
-                self._done()  # back in the pool before the caller even looks at the bytes
-            elif not parse.body:
-                parse.idle += len(data)
-                if parse.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
-                    raise TransportError("the server sent too many bytes that are not the body (chunk lines, trailers)")
-            else:
-                parse.idle = 0
+            try:  # a failure or a cancel half way: the connection cannot be reused
+                data = await self._pool.timed(conn[0].read(65536))
+                if not data:
+                    self._end()
+                    continue
+                _feed(self._parser, parse, data)
+                if parse.complete:
+                    self._done()  # back in the pool before the caller even looks at the bytes
+                elif not parse.body:
+                    parse.idle += len(data)
+                    if parse.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
+                        raise TransportError(
+                            "the server sent too many bytes that are not the body (chunk lines, trailers)"
+                        )
+                else:
+                    parse.idle = 0
+            except BaseException:
+                self.close()
+                raise
 
     def _end(self) -> None:
         """The server closed the connection: the end of a body framed by it, else a body cut short."""
