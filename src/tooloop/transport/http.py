@@ -6,8 +6,9 @@ the CPU of the HTTP exchange itself, and at a thousand concurrent conversations 
 many machines a rollout needs. This client does only what those endpoints need, on asyncio
 streams: a keep-alive pool per event loop (no scan: an idle list) capped at ``max_connections``
 with the waiters served in turn, TLS through :mod:`ssl` trusting what the SDK's HTTP stack trusts,
-``content-length``, chunked and close-delimited bodies, gzip/deflate (raw deflate too), a connect
-timeout and an idle timeout on every read and every write. Auth, retries and error classes are the
+the framing (``content-length``, chunked and close-delimited bodies) by llhttp through
+``httptools``, gzip/deflate (raw deflate too), a connect timeout and an idle timeout on every read
+and every write. Auth, retries and error classes are the
 caller's (:mod:`.client`); a pool is bound to the event loop that opened its connections.
 
 Failures surface as :class:`TransportError` (connection refused, reset, cut body) and its subclasses
