@@ -3,8 +3,8 @@
 The transport reads whatever has arrived and hands over every body byte it completes, so a stream
 of many small events that arrives at once costs one read; these check the framing against
 responses cut at every possible place. The end-to-end behaviour (keep-alive, extensions and
-trailers on a real socket, a body cut short) is in tests/models/test_lean_transport.py, tests/transport/test_parity.py and the
-adapters' wire tests.
+trailers on a real socket, a body cut short) is in tests/models/test_lean_transport.py,
+test_parity.py and the adapters' wire tests.
 """
 
 from __future__ import annotations
