@@ -36,4 +36,5 @@ set -x
     --system "You answer questions about the code repository in the working directory (repo_path '.'). Use the tools; be brief."
 { set +x; } 2>/dev/null
 echo >&2
-echo "Go on with: .venv/bin/tooloop run -c \"And the smallest?\" ${TOOLS[*]}   or   .venv/bin/tooloop chat ${TOOLS[*]} ${MODEL[*]}" >&2
+# The session remembers its model, tools and MCP servers: -c goes on with all of them.
+echo "Go on with: .venv/bin/tooloop run -c \"And the smallest?\"   or   .venv/bin/tooloop chat -c" >&2

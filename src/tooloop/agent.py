@@ -223,6 +223,25 @@ class Agent:
         """The instructions sent first in every request."""
         return self._resolved().system
 
+    def __repr__(self) -> str:
+        """What the agent is made of, without creating its model (a missing key never raises here)."""
+        options = self._options
+        model = options.model if isinstance(options.model, str) else getattr(options.model, "name", None)
+        parts = [f"model={model or type(options.model).__name__!r}"]
+        if options.system:
+            system = options.system if len(options.system) <= 40 else options.system[:39] + "…"
+            parts.append(f"system={system!r}")
+        names = [getattr(t, "name", None) or getattr(t, "__name__", "?") for t in options.tools]
+        if names:
+            parts.append(f"tools={names!r}")
+        if options.sources:
+            parts.append(f"tool_sources={len(options.sources)}")
+        if options.output_type is not None:
+            parts.append(f"output_type={getattr(options.output_type, '__name__', type(options.output_type).__name__)}")
+        if options.session_id is not None:
+            parts.append(f"session_id={options.session_id!r}")
+        return f"Agent({', '.join(parts)})"
+
     def _resolved(self) -> RunConfig:
         if self._config is None:
             self._config = _resolve(self._options)

@@ -28,8 +28,8 @@ def test_sessions_list_and_json(two_sessions: Cli) -> None:
     listed = two_sessions("sessions", "list")
     assert listed.returncode == 0
     lines = listed.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["s-hello", "s-math"]
-    assert "Say hello in French" in lines[0]
+    assert [line.split()[0] for line in lines] == ["ID", "s-hello", "s-math"]
+    assert "Say hello in French" in lines[1]
 
     data = json.loads(two_sessions("sessions", "list", "--json").stdout)
     assert [s["id"] for s in data] == ["s-hello", "s-math"]
@@ -41,7 +41,9 @@ def test_sessions_show_renders_the_conversation(two_sessions: Cli) -> None:
     shown = two_sessions("sessions", "show", "s-math")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[1:-1] == [
+    assert lines[1] == "  model: openai:gpt-4.1-mini"  # the setup the session remembers
+    assert lines[2].startswith("  tools: ") and lines[2].endswith("tests/cli/cli_tools.py:TOOLS")
+    assert lines[3:-1] == [
         "user: Add 2 and 40",
         '  tool add({"a": 2, "b": 40})',
         "    -> 42",
@@ -75,7 +77,7 @@ def test_sessions_export_import_fork_delete(two_sessions: Cli, tmp_path: Path) -
 
     forked = two_sessions("sessions", "fork", "s-copy", "--at", "1", "--id", "s-fork")
     assert forked.stdout == "s-fork\n"
-    assert two_sessions("sessions", "show", "s-fork").stdout.splitlines()[1] == "user: Add 2 and 40"
+    assert "user: Add 2 and 40" in two_sessions("sessions", "show", "s-fork").stdout.splitlines()
     assert two_sessions("sessions", "fork", "s-copy", "--at", "9").returncode == 2
 
     assert two_sessions("sessions", "delete", "s-copy").returncode == 0

@@ -10,21 +10,23 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import json
 import os
+import sys
 import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from ..errors import ToolloopError
 from .approvals import Approve
 from .exits import CliError, ExitCode, describe, exit_code_for_error
 from .terminal import Terminal
 
-__all__ = ["LAZY_COMMANDS", "app", "main"]
+__all__ = ["LAZY_COMMANDS", "CliCommand", "app", "main"]
 
 LAZY_COMMANDS: dict[str, str] = {"acp": "tooloop.acp.cli:app", "web": "tooloop.web.cli:app"}
 """Subcommands defined elsewhere: name -> ``"module:attribute"`` of a ``typer.Typer`` (or a
@@ -77,6 +79,40 @@ class LazyGroup(TyperGroup):
         return command
 
 
+def _pairs(_ctx: Any, value: Any) -> list[str]:
+    return [json.dumps(list(pair)) for pair in value or ()]
+
+
+class CliCommand(TyperCommand):
+    """A command of ``tooloop``: flags show no value placeholder in the help, and ``-o/--option``
+    takes two values (``KEY VALUE``, repeatable), handed to the command as JSON pairs."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+            if param.name == "option":
+                param.nargs = 2
+                param.multiple = True
+                param.process_value = _pairs  # type: ignore[method-assign,assignment]
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+def option_pairs(values: list[str] | None) -> tuple[tuple[str, Any], ...]:
+    """``-o KEY VALUE`` pairs as :class:`CliCommand` hands them over, each value read as JSON
+    when it is JSON."""
+    from .options import option_value
+
+    pairs = [json.loads(value) for value in values or ()]
+    return tuple((key, option_value(text)) for key, text in pairs)
+
+
 app = typer.Typer(
     name="tooloop",
     cls=LazyGroup,
@@ -88,6 +124,25 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        sys.stdout.write(f"tooloop {__version__}\n")
+        raise typer.Exit(ExitCode.OK)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", is_eager=True, callback=_show_version, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """The multi-turn LLM tool-calling loop from a terminal: run, chat, sessions."""
+
 
 # ---------------------------------------------------------------------- shared options
 
@@ -115,14 +170,19 @@ Tools = Annotated[
 ]
 AgentName = Annotated[
     str | None,
-    typer.Option("--agent", "-a", metavar="NAME", help="An agent of tooloop.toml ([agents.NAME]); options change it."),
+    typer.Option(
+        "--agent",
+        "-a",
+        metavar="NAME",
+        help="An agent of tooloop.toml (\\[agents.NAME]), or module:attribute of an Agent; options change it.",
+    ),
 ]
 Mcp = Annotated[
     list[str] | None,
     typer.Option(
         "--mcp",
         metavar="COMMAND",
-        help='An MCP server: "COMMAND ARGS" run over stdio, or a [mcp_servers] name of tooloop.toml; repeatable.',
+        help='An MCP server: "COMMAND ARGS" run over stdio, or a \\[mcp_servers] name of tooloop.toml; repeatable.',
     ),
 ]
 McpUrl = Annotated[
@@ -139,6 +199,22 @@ ApproveOption = Annotated[
         help="Tool calls that need approval: ask on the terminal, allow all, or deny all.",
     ),
 ]
+Options = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-o",
+        metavar="KEY VALUE",
+        help="A model option: temperature, max_tokens, top_p, seed, stop, or any provider field; repeatable.",
+    ),
+]
+BaseUrl = Annotated[
+    str | None, typer.Option("--base-url", metavar="URL", help="The provider's server (an OpenAI-compatible URL...).")
+]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option("--api-key-env", metavar="NAME", help="Read the API key from this environment variable."),
+]
 NoStream = Annotated[bool, typer.Option("--no-stream", help="Plain requests instead of streamed ones.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
@@ -148,6 +224,8 @@ def finish(work: Callable[[], Coroutine[Any, Any, ExitCode | None]], *, debug: b
     debug = debug or bool(os.environ.get("TOOLOOP_DEBUG"))
     try:
         code = asyncio.run(work())
+    except BrokenPipeError:
+        _reader_went_away()
     except (CliError, ToolloopError, OSError) as exc:
         if debug:
             traceback.print_exc()
@@ -161,6 +239,17 @@ def finish(work: Callable[[], Coroutine[Any, Any, ExitCode | None]], *, debug: b
         Terminal().error(f"internal error: {type(exc).__name__}: {exc} (run again with --debug for the traceback)")
         raise typer.Exit(ExitCode.ERROR) from None
     raise typer.Exit(code or ExitCode.OK)
+
+
+def _reader_went_away() -> NoReturn:
+    """The reader of stdout closed it (``| head``): stop quietly, as other commands do; what was
+    still buffered is dropped, not reported at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise typer.Exit(ExitCode.OK)
 
 
 def _register_commands() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._children import terminating
 from .._render import usage_text
@@ -17,19 +17,12 @@ from ..agent import Agent
 from ..errors import ToolloopError
 from ..loop.frontdoors import EventStream
 from ..messages import StopReason, Usage
-from ..store import BaseStore, open_store
+from ..store import BaseStore
 from .approvals import Approve, CommandApprover, read_line
 from .exits import ExitCode, describe
+from .remember import SessionSetup, last_run, save_setup
 from .run import drive
-from .setup import (
-    AgentOptions,
-    build_agent,
-    last_session_id,
-    new_session_id,
-    remember_model,
-    remembered_model,
-    store_url,
-)
+from .setup import AgentOptions, model_label, new_session_id, open_cli_store, open_session, start_session
 from .terminal import Terminal
 from .view import TurnView
 
@@ -90,9 +83,12 @@ class _Lines:
 class Chat:
     """The state of one chat: the agent, its session, the approver, the last turn's usage."""
 
-    def __init__(self, agent: Agent, model: str, session_id: str, store: BaseStore, term: Terminal, lines: _Lines):
+    def __init__(
+        self, agent: Agent, setup: SessionSetup, session_id: str, store: BaseStore, term: Terminal, lines: _Lines
+    ):
         self.agent = agent
-        self.model = model
+        self.setup = setup
+        self.model = setup.model or model_label(agent.model)
         self.session_id = session_id
         self.store = store
         self.term = term
@@ -111,7 +107,7 @@ class Chat:
         self._stream = stream
         result = await drive(stream, view, self.term)
         self.last_usage = result.usage
-        await remember_model(self.store, self.session_id, self.model)
+        await save_setup(self.store, self.session_id, self.setup, last_run(result.stop_reason.value, result.error))
         if result.error is not None:
             self.term.error(describe(result.error))
             return
@@ -161,6 +157,7 @@ class Chat:
             self.term.error(describe(exc))
             return
         self.agent, self.model = agent, spec
+        self.setup = replace(self.setup, model=spec)
         self.term.show(f"model: {spec}")
 
     async def _tools(self, _: str) -> None:
@@ -223,18 +220,15 @@ async def _show_continued(store: BaseStore, session_id: str, term: Terminal) -> 
 
 async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
     """Run the chat until the user quits."""
-    async with open_store(store_url(options.store)) as store:
-        if options.continue_last:
-            session_id = await last_session_id(store)
-        else:
-            session_id = options.session or new_session_id()
-        remembered = await remembered_model(store, session_id)
-        agent, choice = build_agent(options.agent, remembered, store, session_id)
+    async with open_cli_store(options.store) as store:
+        session_id, _ = await open_session(store, options.session, options.continue_last, term)
+        start = await start_session(store, options.agent, session_id, term)
         lines = _Lines(term)
-        chat = Chat(agent, choice.spec, session_id, store, term, lines)
-        why = "" if choice.reason == "--model" else f" ({choice.reason})"
-        term.show(f"tooloop chat · model {choice.spec}{why} · session {session_id} · /help for commands", "dim")
+        chat = Chat(start.agent, start.setup, session_id, store, term, lines)
+        why = "" if start.choice.reason == "--model" else f" ({start.choice.reason})"
+        model = start.choice.spec
+        term.show(f"tooloop chat · model {model}{why} · session {session_id} · /help for commands", "dim")
         await _show_continued(store, session_id, term)
-        async with agent:  # its MCP servers run for the whole chat (shared by /model copies)
+        async with start.agent:  # its MCP servers run for the whole chat (shared by /model copies)
             await _loop(chat, options.approve)
     return ExitCode.OK

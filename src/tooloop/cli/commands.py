@@ -8,7 +8,10 @@ import typer
 
 from .app import (
     AgentName,
+    ApiKeyEnv,
     ApproveOption,
+    BaseUrl,
+    CliCommand,
     Debug,
     JsonFlag,
     MaxTurns,
@@ -16,6 +19,7 @@ from .app import (
     McpUrl,
     Model,
     NoStream,
+    Options,
     Quiet,
     Store,
     System,
@@ -23,6 +27,7 @@ from .app import (
     Tools,
     app,
     finish,
+    option_pairs,
 )
 from .approvals import Approve
 from .exits import ExitCode
@@ -44,11 +49,16 @@ def _agent_options(
     timeout: float | None,
     no_stream: bool,
     sources: tuple[str | None, list[str] | None, list[str] | None] = (None, None, None),
+    provider: tuple[list[str] | None, str | None, str | None] = (None, None, None),
 ) -> AgentOptions:
     check_positive("--max-turns", max_turns)
     check_positive("--timeout", timeout)
     agent, mcp, mcp_url = sources
+    options, base_url, api_key_env = provider
     return AgentOptions(
+        options=option_pairs(options),
+        base_url=base_url,
+        api_key_env=api_key_env,
         model=model,
         system=system,
         tools=tuple(tools or ()),
@@ -62,6 +72,7 @@ def _agent_options(
 
 
 @app.command(
+    cls=CliCommand,
     epilog=_examples(
         'tooloop run "What is 2 + 40?" --model openai:gpt-4.1-mini',
         'cat notes.md | tooloop run "Summarise these notes"',
@@ -70,13 +81,16 @@ def _agent_options(
         'tooloop run "What time is it in Tokyo?" --mcp "uvx mcp-server-time" --approve all',
         'tooloop run "Review my last commit" --agent reviewer       # [agents.reviewer] of tooloop.toml',
         'tooloop run "Clean up the build folder" --approve none --json | jq .stop_reason',
-    )
+    ),
 )
 def run(
     prompt: Annotated[
         str | None, typer.Argument(metavar="PROMPT", help="The question; piped standard input is appended.")
     ] = None,
     model: Model = None,
+    option: Options = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
     agent: AgentName = None,
     system: System = None,
     tool: Tools = None,
@@ -90,6 +104,9 @@ def run(
     timeout: Timeout = None,
     approve: ApproveOption = Approve.ASK,
     json: JsonFlag = False,
+    encoding: Annotated[
+        str, typer.Option("--encoding", metavar="NAME", help="The encoding of piped input and the prompt.")
+    ] = "utf-8",
     store: Store = None,
     no_stream: NoStream = False,
     quiet: Quiet = False,
@@ -105,8 +122,17 @@ def run(
 
     async def work() -> ExitCode:
         options = RunOptions(
-            prompt=read_prompt(prompt),
-            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
+            prompt=read_prompt(prompt, encoding=encoding),
+            agent=_agent_options(
+                model,
+                system,
+                tool,
+                max_turns,
+                timeout,
+                no_stream,
+                (agent, mcp, mcp_url),
+                (option, base_url, api_key_env),
+            ),
             session=session,
             continue_last=continue_,
             approve=approve,
@@ -119,15 +145,19 @@ def run(
 
 
 @app.command(
+    cls=CliCommand,
     epilog=_examples(
         "tooloop chat --model anthropic:claude-sonnet-4-5",
         "tooloop chat --tool mypkg.tools:search --approve ask",
         "tooloop chat --session 3f2a9c1e07b4",
         "tooloop chat --agent researcher --mcp-url http://127.0.0.1:8000/mcp",
-    )
+    ),
 )
 def chat(
     model: Model = None,
+    option: Options = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
     agent: AgentName = None,
     system: System = None,
     tool: Tools = None,
@@ -153,7 +183,16 @@ def chat(
 
     async def work() -> ExitCode:
         options = ChatOptions(
-            agent=_agent_options(model, system, tool, max_turns, timeout, no_stream, (agent, mcp, mcp_url)),
+            agent=_agent_options(
+                model,
+                system,
+                tool,
+                max_turns,
+                timeout,
+                no_stream,
+                (agent, mcp, mcp_url),
+                (option, base_url, api_key_env),
+            ),
             session=session,
             continue_last=continue_,
             approve=approve,
@@ -164,7 +203,7 @@ def chat(
     finish(work, debug=debug)
 
 
-@app.command(epilog=_examples("tooloop models", "tooloop models --json"))
+@app.command(cls=CliCommand, epilog=_examples("tooloop models", "tooloop models --json"))
 def models(json: JsonFlag = False, debug: Debug = False) -> None:
     """The providers and configured models, and whether each one's key variable is set."""
     from .info import models_command
@@ -173,12 +212,13 @@ def models(json: JsonFlag = False, debug: Debug = False) -> None:
 
 
 @app.command(
+    cls=CliCommand,
     epilog=_examples(
         "tooloop tools --tool examples/repo_tools.py:list_files",
         "tooloop tools --tool mypkg.tools:search --json",
         'tooloop tools --mcp "uvx mcp-server-time"',
         "tooloop tools --agent researcher",
-    )
+    ),
 )
 def tools(
     agent: AgentName = None,
@@ -193,6 +233,14 @@ def tools(
 
     options = _agent_options(None, None, tool, None, None, False, (agent, mcp, mcp_url))
     finish(lambda: tools_command(Terminal(), options, as_json=json), debug=debug)
+
+
+@app.command(cls=CliCommand, epilog=_examples("tooloop agents", "tooloop agents --json"))
+def agents(json: JsonFlag = False, debug: Debug = False) -> None:
+    """The agents of tooloop.toml (\\[agents.NAME]): model, instructions, tools, MCP servers."""
+    from .info import agents_command
+
+    finish(lambda: agents_command(Terminal(), as_json=json), debug=debug)
 
 
 def _register_sessions() -> None:

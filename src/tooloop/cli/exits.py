@@ -102,6 +102,8 @@ def describe(error: BaseException) -> str:
         message = str(error) or type(error).__name__
     else:
         message = f"{type(error).__name__}: {error}"
+    if isinstance(error, StoreError):  # a driver's message may span lines: one line says it
+        message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     if isinstance(error, ProviderError) and error.provider and error.provider not in message:
         message = f"{error.provider}: {message}"
     hint = _hint(error)

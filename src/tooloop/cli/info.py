@@ -11,11 +11,11 @@ from rich.table import Table
 
 from ..models.registry import registered_model_configs
 from ..tools.tool import Tool, as_tool
-from .exits import ExitCode
-from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers
+from .exits import ExitCode, fail
+from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers, named_agent
 from .terminal import Terminal
 
-__all__ = ["models_command", "tools_command"]
+__all__ = ["agents_command", "models_command", "tools_command"]
 
 _BASE_URL_VARIABLES = {
     "openai": "OPENAI_BASE_URL",
@@ -92,9 +92,7 @@ async def _visible_tools(options: AgentOptions) -> list[Tool]:
     plain = [as_tool(t) for spec in options.tools for t in load_tools(spec)]
     servers: list[Any] = mcp_servers(options.mcp, options.mcp_urls)
     if options.agent is not None:
-        from ..config import load_agent
-
-        agent = load_agent(options.agent)
+        agent = named_agent(options.agent)
         plain, servers = [*agent.tools, *plain], [*agent.tool_sources, *servers]
     listed: list[Tool] = []
     try:
@@ -128,4 +126,39 @@ async def tools_command(term: Terminal, options: AgentOptions, *, as_json: bool)
         if item["description"]:
             term.out.print(f"  {item['description']}", markup=False)
         term.out.print("  " + json.dumps(item["parameters"], default=str), markup=False)
+    return ExitCode.OK
+
+
+async def agents_command(term: Terminal, *, as_json: bool) -> ExitCode:
+    """List the ``[agents]`` of ``tooloop.toml``: name, model, system prompt, tools, MCP servers."""
+    from ..config import find_config_file, load_config
+
+    path = find_config_file()
+    if path is None:
+        fail("no tooloop.toml here, in a parent folder or in the user configuration folder (see TOOLOOP_CONFIG)")
+    config = load_config(path)
+    rows: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "model": table.model,
+            "system": table.system,
+            "tools": list(table.tools),
+            "mcp_servers": list(table.mcp_servers),
+        }
+        for name, table in config.data.agents.items()
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps({"file": str(path), "agents": rows}, indent=2) + "\n")
+        return ExitCode.OK
+    term.note(f"agents of {path}")
+    if not rows:
+        term.note("no [agents.NAME] tables in it")
+    for row in rows:
+        tools = [*row["tools"], *(f"mcp:{server}" for server in row["mcp_servers"])]
+        term.out.print(f"{row['name']}  {row['model']}", style="bold", markup=False)
+        if row["system"]:
+            first = row["system"].strip().splitlines()[0] if row["system"].strip() else ""
+            term.out.print(f"  system: {first}", markup=False)
+        if tools:
+            term.out.print(f"  tools: {', '.join(tools)}", markup=False)
     return ExitCode.OK

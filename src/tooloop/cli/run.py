@@ -20,20 +20,11 @@ from ..errors import ToolloopError
 from ..loop.frontdoors import EventStream
 from ..loop.result import RunResult
 from ..messages import StopReason, Usage
-from ..store import BaseStore, open_store
 from ..transcript import Transcript
 from .approvals import Approve, Asker, CommandApprover, read_line
 from .exits import ExitCode, exit_code_for_stop, fail
-from .setup import (
-    AgentOptions,
-    ModelChoice,
-    build_agent,
-    last_session_id,
-    new_session_id,
-    remember_model,
-    remembered_model,
-    store_url,
-)
+from .remember import last_run, save_setup
+from .setup import AgentOptions, ModelChoice, open_cli_store, open_session, start_session
 from .terminal import Terminal
 from .view import TurnView
 
@@ -53,12 +44,43 @@ class RunOptions:
     store: str | None = None
 
 
-def read_prompt(argument: str | None, stdin: Any = None) -> str | None:
-    """The prompt: the argument, with piped standard input appended (or alone)."""
+def decode_text(data: bytes, encoding: str, what: str) -> str:
+    """``data`` as text in ``encoding``; binary data (a NUL byte) or a byte the encoding cannot
+    read is a usage error naming its offset."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        fail(f"{what} looks binary (a NUL byte at offset {nul}): give text")
+    try:
+        return data.decode(encoding)
+    except LookupError:
+        fail(f"--encoding {encoding!r}: no such encoding (e.g. utf-8, latin-1, cp1252)")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        fail(
+            f"{what} is not {encoding}: byte 0x{byte:02x} at offset {exc.start}; "
+            "pass --encoding NAME (e.g. --encoding latin-1) to read it in another encoding"
+        )
+
+
+def prompt_argument(argument: str | None, encoding: str = "utf-8") -> str | None:
+    """The prompt argument as the user typed it: bytes the shell passed that are not valid in the
+    locale's encoding are read in ``encoding`` (or refused with their offset)."""
+    if argument is None:
+        return None
+    if not any("\udc80" <= c <= "\udcff" for c in argument):  # every byte was valid
+        return argument
+    return decode_text(os.fsencode(argument), encoding, "the prompt argument")
+
+
+def read_prompt(argument: str | None, stdin: Any = None, encoding: str = "utf-8") -> str | None:
+    """The prompt: the argument, with piped standard input appended (or alone). Standard input is
+    read as ``encoding`` (UTF-8 unless ``--encoding`` says otherwise)."""
+    argument = prompt_argument(argument, encoding)
     stdin = stdin if stdin is not None else sys.stdin
     piped = ""
     if stdin is not None and not stdin.isatty():
-        piped = stdin.read()
+        source = getattr(stdin, "buffer", None)
+        piped = decode_text(source.read(), encoding, "standard input") if source is not None else stdin.read()
     if piped.strip():
         return f"{argument}\n\n{piped}" if argument else piped
     return argument
@@ -160,17 +182,6 @@ def terminal_asker(term: Terminal) -> Asker | None:
     return ask
 
 
-async def _session_for(store: BaseStore, options: RunOptions) -> tuple[str, str | None]:
-    if options.session and options.continue_last:
-        fail("--session and --continue name two sessions: give one")
-    if options.continue_last:
-        session_id = await last_session_id(store)
-    else:
-        session_id = options.session or new_session_id()
-    remembered = await remembered_model(store, session_id) if options.session or options.continue_last else None
-    return session_id, remembered
-
-
 def _announce(term: Terminal, choice: ModelChoice, session_id: str) -> None:
     why = "" if choice.reason == "--model" else f" ({choice.reason})"
     term.note(f"model {choice.spec}{why} · session {session_id}")
@@ -195,17 +206,19 @@ def _report(term: Terminal, result: RunResult, session_id: str) -> None:
 
 async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
     """Run one turn and print it; returns the exit code."""
-    async with open_store(store_url(options.store)) as store:
-        session_id, remembered = await _session_for(store, options)
-        if options.prompt is None and not (options.session or options.continue_last):
+    if options.prompt is not None and not options.prompt.strip():
+        fail('the prompt is empty: tooloop run "your question" (or --session ID / -c without one to go on)')
+    async with open_cli_store(options.store) as store:
+        session_id, new = await open_session(store, options.session, options.continue_last, term)
+        if options.prompt is None and new:
             fail('give a prompt: tooloop run "your question" (or pipe text in: cat notes.md | tooloop run "summarise")')
-        agent, choice = build_agent(options.agent, remembered, store, session_id)
-        _announce(term, choice, session_id)
-        async with agent:  # starts its MCP servers, and stops them however the run ends
-            result = await _one_turn(agent, options, term)
-        await remember_model(store, session_id, choice.spec)
+        start = await start_session(store, options.agent, session_id, term)
+        _announce(term, start.choice, session_id)
+        async with start.agent:  # starts its MCP servers, and stops them however the run ends
+            result = await _one_turn(start.agent, options, term)
+        await save_setup(store, session_id, start.setup, last_run(result.stop_reason.value, result.error))
     if options.json:
-        data = result_json(result, session_id=session_id, model=choice.spec)
+        data = result_json(result, session_id=session_id, model=start.choice.spec)
         term.answer(json.dumps(data, ensure_ascii=False) + "\n")
     if result.error is not None:
         raise result.error
@@ -214,7 +227,8 @@ async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
 
 
 async def _one_turn(agent: Agent, options: RunOptions, term: Terminal) -> RunResult:
-    view = TurnView(term, show_answer=not options.json)
+    has_tools = bool(agent.tools or agent.tool_sources)
+    view = TurnView(term, show_answer=not options.json, has_tools=has_tools)
     holder: list[EventStream] = []
     ask = terminal_asker(term) if options.approve is Approve.ASK else None
     approver = CommandApprover(options.approve, view, ask, lambda: holder[0].cancel("cancelled at an approval"))

@@ -1,8 +1,9 @@
 """Showing a run as it happens: a spinner while the model works, the answer, every tool call.
 
 On a terminal the answer is live markdown on stdout and tool activity is coloured on stderr.
-Piped, each response's text is held until the response is complete: an answer goes to stdout,
-text that came with tool calls goes to stderr, so stdout holds nothing but the answer.
+Piped, the answer streams to stdout as it comes, flushed with every piece. When the model has
+tools, a response's text is held until the response is complete: an answer goes to stdout, text
+that came with tool calls goes to stderr, so stdout holds nothing but the answer.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ RESULT_CHARS = 300
 QUESTION_SYNC_SECONDS = 5.0
 
 
+def hard_breaks(text: str) -> str:
+    """Markdown in which a single newline stays a line break (outside code blocks), as the model
+    wrote it: plain text with one item per line is not joined into a paragraph."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        out.append(line if fenced or not line.strip() or line.endswith("  ") else line + "  ")
+    return "\n".join(out)
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -74,10 +87,13 @@ class TurnView:
     stderr. Call :meth:`close` when the run ends, however it ends.
     """
 
-    def __init__(self, term: Terminal, *, show_answer: bool = True):
+    def __init__(self, term: Terminal, *, show_answer: bool = True, has_tools: bool = True):
         self.term = term
         self.show_answer = show_answer
         self._live_answer = term.out_live and show_answer
+        # Piped with no tools, every response is the answer: it streams as it comes.
+        self._stream_plain = show_answer and not term.out_live and not has_tools
+        self._streamed = False
         self._spinning = term.err_live and not term.quiet
         self._status: Status | None = None
         self._live: Live | None = None
@@ -168,6 +184,11 @@ class TurnView:
         self._asking = True
 
     def _text_arrived(self, text: str) -> None:
+        if self._stream_plain:
+            if text:
+                self.term.answer(text)
+                self._streamed = True
+            return
         self._text += text
         if not self._live_answer:
             return
@@ -176,22 +197,28 @@ class TurnView:
         self._stop_spinner()
         if self._live is None:
             self._live = Live(
-                Markdown(self._text), console=self.term.out, refresh_per_second=8, vertical_overflow="visible"
+                Markdown(hard_breaks(self._text)),
+                console=self.term.out,
+                refresh_per_second=8,
+                vertical_overflow="visible",
             )
             self._live.start()
         else:
-            self._live.update(Markdown(self._text))
+            self._live.update(Markdown(hard_breaks(self._text)))
 
     def _response_done(self, response: ModelResponse) -> None:
-        streamed = self._live is not None
+        streamed = self._live is not None or self._streamed
         self.pause()
         text = response.refusal or response.text
         self._text = ""
+        if self._stream_plain:
+            self._end_streamed(text if not streamed else "")
+            return
         if self._live_answer:
             if text.strip() and not streamed:  # a plain (not streamed) response: show it whole
                 from rich.markdown import Markdown
 
-                self.term.out.print(Markdown(text))
+                self.term.out.print(Markdown(hard_breaks(text)))
             return
         self._hand_over(text, answer=not response.tool_calls)
 
@@ -252,12 +279,24 @@ class TurnView:
         for call in held:
             self._call_done(call)
 
+    def _end_streamed(self, text: str) -> None:
+        """End streamed text with a newline (a response that did not stream comes whole)."""
+        if text.strip():
+            self.term.answer(text)
+            self._streamed = True
+        if self._streamed:
+            self.term.answer("\n")
+        self._streamed = False
+
     def close(self) -> None:
-        """Stop everything live; text of a response cut short (cancelled, failed) goes to stderr."""
+        """Stop everything live; text of a response cut short (cancelled, failed) is ended where
+        it is: what the model said so far stays the answer, on stdout."""
         if _ON_SCREEN == [self]:
             _ON_SCREEN.clear()
         self.end_question()
         self.pause()
         text, self._text = self._text, ""
-        if not self._live_answer:
-            self._hand_over(text, answer=False)
+        if self._stream_plain:
+            self._end_streamed("")
+        elif not self._live_answer:
+            self._hand_over(text, answer=True)

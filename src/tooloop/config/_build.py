@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
@@ -103,6 +105,7 @@ def build_agent(config: Config, name: str) -> Agent:
     where = f"{config.path}: [agents.{name}]"
     model, system, settings = _model(config, table, where)
     limits = Limits(**table.limits.model_dump(exclude_none=True))
+    _importable_from(config.path.parent)
     tools: list[Any] = _tools(table.tools, where)
     _check_excluded(table, tools, where)
     for server in table.mcp_servers:
@@ -155,6 +158,15 @@ def _model(config: Config, table: AgentTable, where: str) -> tuple[Model | str, 
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where} key 'model': {exc}") from None
     return table.model, None, ModelSettings()
+
+
+def _importable_from(folder: Path) -> None:
+    """Modules beside the configuration file import first, whatever the working directory (as
+    they would from a script in that folder): its import paths mean the same from Python and
+    from the command line."""
+    path = str(folder.resolve())
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
 
 def _tools(paths: list[str], where: str) -> list[Any]:
