@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import postgres_server, postgres_url  # noqa: F401  (fixtures reused here)
+from tests.store.conftest import Cluster, own_postgres, postgres_server, postgres_url  # noqa: F401  (fixtures reused here)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,10 +30,16 @@ class Workers:
     kills: int = 0
 
     def start(
-        self, executor: str, *, recover: tuple[str, ...] = (), env: dict[str, str] | None = None, sweep: float = 0
+        self,
+        executor: str,
+        *,
+        recover: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        sweep: float = 0,
+        options: tuple[str, ...] = (),
     ) -> None:
         args = [sys.executable, "-m", "tests.durable.worker", "--db", self.db, "--store", self.store]
-        args += ["--executor", executor, "--effects", str(self.effects), "--sweep", str(sweep)]
+        args += ["--executor", executor, "--effects", str(self.effects), "--sweep", str(sweep), *options]
         for dead in recover:
             args += ["--recover", dead]
         ready = self.lines("ready")
@@ -102,3 +108,28 @@ def pg_workers(postgres_url: str, tmp_path: Path) -> Iterator[Workers]:  # noqa:
         yield workers
     finally:
         workers.stop_all()
+
+
+@pytest.fixture
+def outage_workers(own_postgres: Cluster, tmp_path: Path) -> Iterator[tuple[Workers, Cluster]]:  # noqa: F811
+    """Workers on a PostgreSQL server the test owns, so it can stop and restart it under them."""
+    import psycopg
+
+    workers = Workers(own_postgres.url, own_postgres.url, tmp_path / "effects.log")
+    with psycopg.connect(own_postgres.url, autocommit=True) as pg:
+        pg.execute(EFFECTS_TABLE)
+    try:
+        yield workers, own_postgres
+    finally:
+        workers.stop_all()
+
+
+async def outage(cluster: Cluster, seconds: float) -> float:
+    """Stop the server at once, keep it down for ``seconds``, start it; returns how long it was down."""
+    import asyncio
+
+    started = time.monotonic()
+    await asyncio.to_thread(cluster.stop)
+    await asyncio.sleep(seconds)
+    await asyncio.to_thread(cluster.start)
+    return time.monotonic() - started

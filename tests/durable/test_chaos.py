@@ -7,16 +7,23 @@ invariants are the ones a service depends on, checked from the store and the eff
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import signal
+import time
 from collections import Counter, defaultdict
 
 import pytest
 
-from tests.durable.conftest import Workers
+from tests.durable.conftest import Workers, outage
 from tests.durable.test_dbos_turns import shape, turn_shape
+from tests.store.conftest import Cluster
 from tooloop.durable.dbos import DurableClient, TurnHandle
 from tooloop.store import open_store
+
+
+def _size(name: str, default: int) -> int:
+    return int(os.environ.get(f"TOOLOOP_CHAOS_{name}", default))
 
 
 async def submit_all(client: DurableClient, sessions: int, turns: int) -> list[TurnHandle]:
@@ -42,7 +49,11 @@ def effect_rows(workers: Workers) -> list[str]:
         return [row[0] for row in pg.execute("SELECT key FROM effects").fetchall()]
 
 
-def check_effects(workers: Workers, sessions: int, turns: int) -> None:
+def check_effects(workers: Workers, sessions: int, turns: int) -> int:
+    """Every side effect once; every call started; finished calls run again at most once per kill.
+
+    Returns how many finished calls ran again.
+    """
     calls = {f"s{s}:s{s}-t{t}-c{i}" for s in range(sessions) for t in range(turns) for i in (1, 2, 3, 4)}
     rows = effect_rows(workers)
     assert Counter(rows) == Counter(calls)  # the idempotency key made every side effect exactly once
@@ -56,6 +67,7 @@ def check_effects(workers: Workers, sessions: int, turns: int) -> None:
             rerun_after_end += 1  # a call whose tool returned but whose journal write the kill beat
     assert set(starts) == {c.split(":", 1)[1] for c in calls}
     assert rerun_after_end <= workers.kills
+    return rerun_after_end
 
 
 def check_worker_limit(workers: Workers, limit: int) -> None:
@@ -188,3 +200,54 @@ async def test_the_sweeper_recovers_a_dead_workers_turn_without_an_operator(pg_w
     assert pg_workers.procs[survivor].poll() is None
     await check_sessions(pg_workers, 4, 1)
     check_effects(pg_workers, 4, 1)
+
+
+@pytest.mark.timeout(_size("TIMEOUT", 290))
+async def test_random_sigkills_of_three_workers_and_a_database_outage_lose_and_repeat_nothing(
+    outage_workers: tuple[Workers, Cluster],
+) -> None:
+    """Kills and an outage together, checked only from the outside (the store, the effects log).
+
+    ``scripts/durable_chaos.sh`` runs bigger variants (``TOOLOOP_CHAOS_SESSIONS``, ``_TURNS``,
+    ``_KILLS``, ``_OUTAGE``, ``_SEED``).
+    """
+    workers, cluster = outage_workers
+    sessions, turns, kills = _size("SESSIONS", 6), _size("TURNS", 3), _size("KILLS", 5)
+    outage_seconds, rng = float(_size("OUTAGE", 5)), random.Random(_size("SEED", 11))
+    began = time.monotonic()
+    live = ["w0", "w1", "w2"]
+    for name in live:
+        workers.start(name)
+    client = DurableClient(workers.db)
+    killed: set[str] = set()
+    down = 0.0
+    try:
+        handles = await submit_all(client, sessions, turns)
+        for n in range(kills):
+            await asyncio.sleep(rng.uniform(1.0, 2.5))
+            victim = rng.choice([w for w in live if w not in killed] or live)  # each worker dies once first
+            workers.kill(victim)
+            killed.add(victim)
+            if n == 1:  # the database goes down with a worker dead and turns in flight
+                down = await outage(cluster, outage_seconds)
+            if n % 2 == 0:
+                await asyncio.to_thread(workers.start, victim)  # restarted under its own id: recovers its turns
+            else:
+                adopter = f"w{len(workers.procs)}"
+                await asyncio.to_thread(workers.start, adopter, recover=(victim,))
+                live[live.index(victim)] = adopter
+        outcomes = await asyncio.wait_for(asyncio.gather(*(client.result(h) for h in handles)), _size("TIMEOUT", 290))
+        statuses = {await client.status(h) for h in handles}
+    finally:
+        client.close()
+    assert len(killed) >= 2 and workers.kills == kills and down >= outage_seconds
+    assert statuses == {"SUCCESS"}
+    assert all(o.stop_reason == "end_turn" and o.error is None for o in outcomes)
+    await check_sessions(workers, sessions, turns)
+    reruns = check_effects(workers, sessions, turns)
+    check_turn_order(workers)
+    check_worker_limit(workers, 4)
+    print(  # the figures of this run (pytest -s shows them)
+        f"\nchaos: {sessions * turns} turns, {workers.kills} kills of {len(killed)} workers, "
+        f"outage {down:.1f} s, finished calls run again {reruns} (<= kills), {time.monotonic() - began:.0f} s"
+    )

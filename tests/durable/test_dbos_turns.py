@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import random
+from collections import Counter
 
 import pytest
 
 from tests.durable.conftest import Workers
-from tooloop import ConfigurationError, ToolCallMessage, UserMessage
+from tooloop import (
+    ConfigurationError,
+    ProviderConnectionError,
+    StoreUnavailableError,
+    ToolCallMessage,
+    ToolCallStatus,
+    UserMessage,
+)
 from tooloop.durable.dbos import DurableAgents, DurableClient
 from tooloop.store import open_store
 
@@ -116,3 +125,72 @@ async def test_a_cancelled_turn_leaves_a_valid_session_and_resume_finishes_it(sq
         stored = await store.load("s")
     assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage("long", "t")]
     assert stored[-1].text == "done long"  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(180)
+async def test_a_poison_turn_raises_the_error_that_ended_it_and_its_stream_says_so(sqlite_workers: Workers) -> None:
+    sqlite_workers.start("w1")
+    client = DurableClient(sqlite_workers.db)
+    try:
+        turn = await client.submit("chaos", "s", "poison pill", turn_id="t")
+        with pytest.raises(ProviderConnectionError, match="stream ended before the response was complete"):
+            await client.result(turn)
+        events = [e async for e in client.events(turn)]
+        status = await client.status(turn)
+    finally:
+        client.close()
+    assert status == "ERROR"
+    assert [e["kind"] for e in events].count("attempt") == 3  # retried, then given up
+    assert events[-1] == {
+        "kind": "turn_failed",
+        "error": {"type": "ProviderConnectionError", "message": "the stream ended before the response was complete"},
+    }
+    assert len(sqlite_workers.lines("model")) == 3
+
+
+@pytest.mark.timeout(240)
+async def test_a_turn_resumed_right_after_its_cancel_never_runs_a_call_twice(pg_workers: Workers) -> None:
+    slow = ("--tool-min", "1.0", "--tool-max", "1.5")  # a cancel cuts calls that are running
+    pg_workers.start("w1", options=slow)
+    pg_workers.start("w2", options=slow)
+    client = DurableClient(pg_workers.db)
+    rng = random.Random(3)
+    try:
+        for i in range(6):
+            turn = await client.submit("chaos", f"s{i}", f"c{i}", turn_id="t")
+            prefix = f"c{i}-"
+            pg_workers.wait(
+                lambda p=prefix: any(r[3].startswith(p) for r in pg_workers.lines("tool-start")), 60, "a tool"
+            )
+            await client.cancel(turn)
+            # at once, or while the cancelled attempt is still writing what it cut
+            await asyncio.sleep(rng.uniform(0.0, 1.5))
+            await client.resume(turn)
+            outcome = await client.result(turn)
+            assert outcome.text == f"done c{i}"
+    finally:
+        client.close()
+    starts = Counter(r[3] for r in pg_workers.lines("tool-start"))
+    assert max(starts.values()) == 1, starts  # no call the cancel cut (or that finished) ran again
+    async with open_store(pg_workers.store) as store:
+        for i in range(6):
+            stored = await store.load(f"s{i}")
+            assert [m for m in stored if isinstance(m, UserMessage)] == [UserMessage(f"c{i}", "t")]
+            calls = stored.tool_invocations
+            assert len(calls) == 4 and stored[-1].text == f"done c{i}"  # type: ignore[union-attr]
+            assert {c.status for c in calls} <= {ToolCallStatus.OK, ToolCallStatus.CANCELLED}
+
+
+async def test_an_unreachable_system_database_is_named_with_its_password_masked() -> None:
+    from tests.store.conftest import _free_port
+
+    url = f"postgresql://app:s3cret@127.0.0.1:{_free_port()}/app"
+    with pytest.raises(StoreUnavailableError) as launching:
+        await DurableAgents().launch(system_database_url=url, executor_id="w1", application_version="v1")
+    with pytest.raises(StoreUnavailableError) as connecting:
+        DurableClient(url)
+    for caught in (launching, connecting):
+        message = str(caught.value)
+        assert "DBOS system database at postgresql://app:***@127.0.0.1:" in message, message
+        assert "Connection refused" in message and "s3cret" not in message
+        assert caught.value.retryable

@@ -22,16 +22,25 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
+from dbos._error import DBOSMaxStepRetriesExceeded, DBOSWorkflowCancelledError
 
 from ..agent import Agent
-from ..errors import ConfigurationError, ConflictError, ProviderError, StoreError, ToolloopError
+from ..errors import (
+    ConfigurationError,
+    ConflictError,
+    ProviderError,
+    StoreError,
+    StoreUnavailableError,
+    ToolloopError,
+)
 from ..events import Event, TextDelta, ThinkingDelta
 from ..loop.result import ApprovalDecision
+from ..store._common import masked_url
 from ..store.journal import SessionLease
 from ._wire import TurnOutcome, event_to_dict, turn_workflow_id
 
@@ -110,10 +119,35 @@ async def _turn(
 ) -> dict[str, Any]:
     options: Any = {"name": "tooloop.advance", "retries_allowed": True, "should_retry": _retryable, **_STEP}
     options["preemptible"] = True  # cancel_workflow stops the turn at once, not at its next step
-    outcome = await DBOS.run_step_async(options, _advance, agent_name, session_id, prompt, turn_id, approvals)
+    try:
+        outcome = await DBOS.run_step_async(options, _advance, agent_name, session_id, prompt, turn_id, approvals)
+    except DBOSWorkflowCancelledError:
+        raise
+    except Exception as exc:
+        error = _ended_by(exc)
+        await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "turn_failed", "error": _error_to_dict(error)})
+        await DBOS.close_stream_async(EVENTS_STREAM)
+        raise error from None
     await DBOS.write_stream_async(EVENTS_STREAM, {"kind": "turn_finished", **outcome})
     await DBOS.close_stream_async(EVENTS_STREAM)
     return outcome
+
+
+def _ended_by(error: Exception) -> Exception:
+    """The error that ended a turn: the last attempt's own, not DBOS's "retries exceeded"."""
+    if isinstance(error, DBOSMaxStepRetriesExceeded) and error.errors:
+        error = error.errors[-1]
+    if isinstance(error, ToolloopError):
+        error.transcript = None  # the store has it; DBOS would keep a copy with the turn's outcome
+        error.partial_text = None
+    return error
+
+
+def _error_to_dict(error: BaseException) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": str(error)}
+
+
+_FINAL_EVENTS = frozenset({"turn_finished", "turn_failed", "turn_cancelled"})
 
 
 def _check_identity(executor_id: object, application_version: object) -> None:
@@ -206,8 +240,13 @@ class DurableAgents:
             **(config or {}),
         }
         dbos_config: DBOSConfig = settings  # type: ignore[assignment]
-        DBOS(config=dbos_config)
-        DBOS.launch()
+        try:
+            with _system_database(system_database_url, "launching the worker"):
+                DBOS(config=dbos_config)
+                DBOS.launch()
+        except BaseException:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            raise
         self._executor_id, self._database = executor_id, system_database_url
         await DBOS.register_queue_async(
             self.queue,
@@ -239,7 +278,9 @@ class DurableAgents:
         for dead and its unfinished turns are recovered by whichever sweeper sees it first
         (recovery is idempotent). Choose ``dead_after`` well above the longest pause a live
         worker can have: a worker recovered while alive is fenced, but its in-flight tool calls
-        run twice.
+        run twice. The sweeper outlives database errors (logged, retried within ``interval``), and
+        judges nobody until it has reached the database for ``dead_after`` seconds in a row, so a
+        beat late only because the database was down (or the sweeper just started) is no death.
         """
         if not self._launched:
             raise ConfigurationError("start_sweeper() needs a launched worker: await launch(...) first")
@@ -249,14 +290,22 @@ class DurableAgents:
         self._sweeper = asyncio.create_task(self._sweep(heartbeats, interval, dead_after))
 
     async def _sweep(self, heartbeats: _Heartbeats, interval: float, dead_after: float) -> None:
+        failures = 0
         try:
             while True:
-                dead = await asyncio.to_thread(heartbeats.beat_and_find_dead, dead_after)
-                if dead:
-                    recovered = await self.recover(dead)
-                    await asyncio.to_thread(heartbeats.forget, dead)
-                    _log.warning("recovered %d turns of silent workers %s", len(recovered), dead)
-                await asyncio.sleep(interval)
+                try:
+                    dead = await asyncio.to_thread(heartbeats.beat_and_find_dead, dead_after)
+                    if dead:
+                        recovered = await self.recover(dead)
+                        await asyncio.to_thread(heartbeats.forget, dead)
+                        _log.warning("recovered %d turns of silent workers %s", len(recovered), dead)
+                    failures = 0
+                    delay = interval
+                except Exception as exc:  # the database is down or restarting: keep beating once it is back
+                    failures += 1
+                    delay = min(interval, 0.25 * 2**failures)
+                    _log.warning("sweeper of %s: %s; trying again in %.2f s", self._executor_id, exc, delay)
+                await asyncio.sleep(delay)
         finally:
             heartbeats.close()
 
@@ -270,7 +319,12 @@ class DurableAgents:
 
 
 class _Heartbeats:
-    """``(executor_id, last_seen)`` rows in the DBOS system database, for the sweeper."""
+    """``(executor_id, last_seen)`` rows in the DBOS system database, for the sweeper.
+
+    A worker is only judged by a sweeper that has itself reached the database for ``dead_after``
+    seconds without a failure: a beat that is late because the database was down (or because
+    this sweeper just started) is never taken for a death.
+    """
 
     def __init__(self, url: str, executor_id: str):
         import sqlalchemy
@@ -278,19 +332,30 @@ class _Heartbeats:
         if url.startswith(("postgresql://", "postgres://")):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
         self._sa = sqlalchemy
-        self._engine = sqlalchemy.create_engine(url, pool_size=1)
+        # pre-ping: a connection the database dropped (a restart) is replaced before it is used
+        self._engine = sqlalchemy.create_engine(url, pool_size=1, pool_pre_ping=True)
         self._me = executor_id
-        with self._engine.begin() as conn:
-            conn.execute(
-                sqlalchemy.text(
-                    "CREATE TABLE IF NOT EXISTS tooloop_dbos_heartbeats "
-                    "(executor_id TEXT PRIMARY KEY, last_seen DOUBLE PRECISION NOT NULL)"
-                )
-            )
+        self._table = False
+        self._up_since: float | None = None
 
     def beat_and_find_dead(self, dead_after: float) -> list[str]:
+        try:
+            return self._beat_and_find_dead(dead_after)
+        except Exception:
+            self._up_since = None
+            raise
+
+    def _beat_and_find_dead(self, dead_after: float) -> list[str]:
         text, now = self._sa.text, time.time()
         with self._engine.begin() as conn:
+            if not self._table:
+                conn.execute(
+                    text(
+                        "CREATE TABLE IF NOT EXISTS tooloop_dbos_heartbeats "
+                        "(executor_id TEXT PRIMARY KEY, last_seen DOUBLE PRECISION NOT NULL)"
+                    )
+                )
+                self._table = True
             conn.execute(
                 text(
                     "INSERT INTO tooloop_dbos_heartbeats (executor_id, last_seen) VALUES (:me, :now) "
@@ -298,6 +363,10 @@ class _Heartbeats:
                 ),
                 {"me": self._me, "now": now},
             )
+            if self._up_since is None:
+                self._up_since = time.monotonic()
+            if time.monotonic() - self._up_since < dead_after:
+                return []  # live workers have not yet had dead_after seconds to beat since we see the database
             rows = conn.execute(
                 text("SELECT executor_id FROM tooloop_dbos_heartbeats WHERE last_seen < :limit AND executor_id != :me"),
                 {"limit": now - dead_after, "me": self._me},
@@ -316,6 +385,21 @@ class _Heartbeats:
             self._engine.dispose()
 
 
+@contextlib.contextmanager
+def _system_database(url: str, what: str) -> Iterator[None]:
+    """A DBOS system database that cannot be reached is a clear error naming it (password masked)."""
+    import sqlalchemy.exc
+
+    try:
+        yield
+    except sqlalchemy.exc.OperationalError as exc:
+        reason = str(exc.orig if exc.orig is not None else exc).strip().splitlines()[0]
+        where = masked_url(url)
+        raise StoreUnavailableError(
+            f"the DBOS system database at {where} is unreachable ({what}): {reason.replace(url, where)}"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class TurnHandle:
     """One submitted turn: its workflow id, session and turn id."""
@@ -330,7 +414,9 @@ class DurableClient:
 
     def __init__(self, system_database_url: str, *, app: str = "tooloop", queue: str = "tooloop-turns"):
         self.queue = queue
-        self._client = DBOSClient(system_database_url=system_database_url, application_name=app)
+        self._url = system_database_url
+        with _system_database(system_database_url, "connecting the client"):
+            self._client = DBOSClient(system_database_url=system_database_url, application_name=app)
 
     async def submit(
         self,
@@ -357,37 +443,69 @@ class DurableClient:
             "queue_partition_key": session_id,
         }
         decisions = [d.to_dict() for d in approvals]
-        await self._client.enqueue_async(options, agent, session_id, prompt, turn_id, decisions)
+        with _system_database(self._url, f"submitting turn {workflow_id!r}"):
+            await self._client.enqueue_async(options, agent, session_id, prompt, turn_id, decisions)
         return TurnHandle(workflow_id, session_id, turn_id)
 
     async def result(self, turn: TurnHandle, *, polling_interval: float = 0.2) -> TurnOutcome:
-        """Wait for the turn to end and return how it ended (the conversation is in the store)."""
-        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
-        return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+        """Wait for the turn to end and return how it ended (the conversation is in the store).
+
+        A turn that failed raises the error that ended it (a
+        :class:`~tooloop.ProviderError` after the step's retries, say), as its worker raised it.
+        """
+        try:
+            with _system_database(self._url, f"awaiting turn {turn.workflow_id!r}"):
+                handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+                return TurnOutcome.from_dict(await handle.get_result(polling_interval_sec=polling_interval))
+        except DBOSMaxStepRetriesExceeded as exc:
+            raise _ended_by(exc) from exc
 
     async def events(self, turn: TurnHandle, *, polling_interval: float = 0.1) -> AsyncIterator[dict[str, Any]]:
         """The turn's events as JSON dicts, from the start, until the turn ends.
 
         A retried turn (its worker died) starts a new ``{"kind": "attempt"}`` marker: text of an
-        earlier attempt was never part of the answer.
+        earlier attempt was never part of the answer. The last event always says how the turn
+        ended: ``turn_finished`` (with the outcome), ``turn_failed`` (with ``error``: its type
+        and message) or ``turn_cancelled``.
         """
         stream = self._client.read_stream_async(turn.workflow_id, EVENTS_STREAM, polling_interval_sec=polling_interval)
-        async for value in stream:
-            yield value
+        last = ""
+        with _system_database(self._url, f"reading the events of turn {turn.workflow_id!r}"):
+            async for value in stream:
+                last = str(value.get("kind", "")) if isinstance(value, dict) else ""
+                yield value
+        if last not in _FINAL_EVENTS:  # cancelled, or ended where it could not write its last event
+            final = await self._final_event(turn)
+            if final is not None:
+                yield final
+
+    async def _final_event(self, turn: TurnHandle) -> dict[str, Any] | None:
+        status = await self.status(turn)
+        if status == "CANCELLED":
+            return {"kind": "turn_cancelled"}
+        if status not in ("SUCCESS", "ERROR"):
+            return None
+        try:
+            return {"kind": "turn_finished", **(await self.result(turn)).to_dict()}
+        except Exception as exc:
+            return {"kind": "turn_failed", "error": _error_to_dict(exc)}
 
     async def status(self, turn: TurnHandle) -> str:
         """The DBOS status of the turn (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
-        handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
-        status = await handle.get_status()
+        with _system_database(self._url, f"reading the status of turn {turn.workflow_id!r}"):
+            handle: Any = await self._client.retrieve_workflow_async(turn.workflow_id)
+            status = await handle.get_status()
         return str(status.status)
 
     async def cancel(self, turn: TurnHandle) -> None:
         """Stop the turn; the session keeps a valid transcript (a cut call is recorded as cancelled)."""
-        await self._client.cancel_workflow_async(turn.workflow_id)
+        with _system_database(self._url, f"cancelling turn {turn.workflow_id!r}"):
+            await self._client.cancel_workflow_async(turn.workflow_id)
 
     async def resume(self, turn: TurnHandle) -> None:
         """Run a cancelled (or failed) turn again from where its session stands."""
-        await self._client.resume_workflow_async(turn.workflow_id, queue_name=self.queue)
+        with _system_database(self._url, f"resuming turn {turn.workflow_id!r}"):
+            await self._client.resume_workflow_async(turn.workflow_id, queue_name=self.queue)
 
     def close(self) -> None:
         """Release the client's database connections."""
