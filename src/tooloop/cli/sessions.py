@@ -215,20 +215,26 @@ def _snippet(text: str, needle: str, width: int = 60) -> str:
     cls=CliCommand, epilog=_examples('tooloop sessions search "invoice"', "tooloop sessions search timeout --json")
 )
 def search(
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="Text to find (case-insensitive).")],
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Sessions to look through, most recent first.")] = 200,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Words to find (case-insensitive, each a word start).")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many matching sessions, most recent first.")] = 50,
     json_: JsonFlag = False,
     store: Store = None,
     debug: Debug = False,
 ) -> None:
-    """Find text in the messages of stored sessions (prompts, answers, tool arguments and results)."""
-    needle = text.lower()
+    """Find words in stored sessions (titles, prompts, answers, tool arguments and results) through
+    the store's full-text index; prints each matching message."""
+    words = text.lower().split()
+    needle = words[0] if words else ""
 
     async def work(s: BaseStore) -> ExitCode:
+        if not words:
+            fail("give words to search for")
+        if limit < 1:
+            fail(f"--limit must be at least 1, not {limit}")
         hits: list[dict[str, Any]] = []
-        for info in await s.list_sessions(limit=limit):
+        for info in await s.search(text, limit=limit):  # the index finds the sessions
             for position, message in enumerate(await s.load(info.id)):
-                found = next((t for t in _texts(message) if needle in t.lower()), None)
+                found = next((t for t in _texts(message) if all(w in t.lower() for w in words)), None)
                 if found is not None:
                     hits.append({"session_id": info.id, "index": position, "kind": message.kind, "text": found})
         if json_:
