@@ -380,3 +380,14 @@ def test_agent_from_python_and_the_agents_of_the_config_file(bare_cli: Cli, tmp_
     assert listed.stdout.splitlines() == ["reviewer  test:echo", "  system: You review code.", "writer  openai:gpt-4.1"]
     data = json.loads(bare_cli("agents", "--json").stdout)
     assert [a["name"] for a in data["agents"]] == ["reviewer", "writer"]
+
+
+def test_models_options_lists_what_a_model_accepts(bare_cli: Cli) -> None:
+    shown = bare_cli("models", "--options", "openai:gpt-4.1")
+    assert shown.returncode == 0, shown.stderr
+    keys = [line.split()[0] for line in shown.stdout.splitlines() if line.strip()]
+    assert keys[:7] == ["option", "temperature", "max_tokens", "top_p", "seed", "stop", "parallel_tool_calls"]
+    assert "reasoning_effort" in shown.stdout
+    unknown = bare_cli("models", "--options", "nope:model")
+    assert unknown.returncode == 2
+    assert "unknown provider 'nope'" in unknown.stderr

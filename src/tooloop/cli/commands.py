@@ -203,11 +203,24 @@ def chat(
     finish(work, debug=debug)
 
 
-@app.command(cls=CliCommand, epilog=_examples("tooloop models", "tooloop models --json"))
-def models(json: JsonFlag = False, debug: Debug = False) -> None:
+@app.command(
+    cls=CliCommand,
+    epilog=_examples("tooloop models", "tooloop models --json", "tooloop models --options openai:gpt-4.1"),
+)
+def models(
+    options: Annotated[
+        str | None,
+        typer.Option("--options", metavar="PROVIDER:MODEL", help="The -o options this model accepts."),
+    ] = None,
+    json: JsonFlag = False,
+    debug: Debug = False,
+) -> None:
     """The providers and configured models, and whether each one's key variable is set."""
-    from .info import models_command
+    from .info import model_options_command, models_command
 
+    if options is not None:
+        spec = options
+        finish(lambda: model_options_command(Terminal(), spec, as_json=json), debug=debug)
     finish(lambda: models_command(Terminal(), as_json=json), debug=debug)
 
 

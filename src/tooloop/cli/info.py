@@ -15,7 +15,7 @@ from .exits import ExitCode, fail
 from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers, named_agent
 from .terminal import Terminal
 
-__all__ = ["agents_command", "models_command", "tools_command"]
+__all__ = ["agents_command", "model_options_command", "models_command", "tools_command"]
 
 _BASE_URL_VARIABLES = {
     "openai": "OPENAI_BASE_URL",
@@ -161,4 +161,22 @@ async def agents_command(term: Terminal, *, as_json: bool) -> ExitCode:
             term.out.print(f"  system: {first}", markup=False)
         if tools:
             term.out.print(f"  tools: {', '.join(tools)}", markup=False)
+    return ExitCode.OK
+
+
+async def model_options_command(term: Terminal, spec: str, *, as_json: bool) -> ExitCode:
+    """The ``-o KEY VALUE`` options a model accepts: the common settings, then provider fields."""
+    from ..models.registry import check_model_string
+    from .options import SETTINGS
+
+    check_model_string(spec)  # an unknown provider or configuration is a usage error here
+    rows = [{"key": key, "type": kind, "description": text} for key, (kind, text) in SETTINGS.items()]
+    other = "any other KEY is sent in the request body as it is (e.g. -o reasoning_effort high)"
+    if as_json:
+        sys.stdout.write(json.dumps({"model": spec, "options": rows, "other": other}, indent=2) + "\n")
+        return ExitCode.OK
+    lines = [f"{'option':<20} {'value':<13} what it does"]
+    lines.extend(f"{row['key']:<20} {row['type']:<13} {row['description']}" for row in rows)
+    sys.stdout.write("\n".join(lines) + "\n")
+    term.out.print(f"{other}; give them as: tooloop run -m {spec} -o KEY VALUE", markup=False)
     return ExitCode.OK
