@@ -268,3 +268,12 @@ async def test_reasoning_text_is_thinking_and_goes_back_before_the_call(
     if door == "stream":
         assert call_arguments(seen) == ARGUMENTS
         assert joined(seen, ThinkingDelta) == THOUGHT
+
+
+async def test_lmstudio_chat_models_need_no_key_and_default_to_its_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LMSTUDIO_API_KEY", raising=False)
+    model = get_model("lmstudio:qwen/qwen3-8b")
+    try:
+        assert model.base_url.rstrip("/") == "http://localhost:1234/v1"  # type: ignore[attr-defined]
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ import pytest
 from tests.models.doors import DOORS, TRANSPORTS, call_arguments, drive, joined
 from tests.support.wire import Reply, WireServer, json_reply, sse_reply
 from tooloop import Agent, StopReason
+from tooloop.errors import ConfigurationError
 from tooloop.events import ModelEvent, TextDelta, ThinkingDelta
 from tooloop.messages import AssistantMessage, ThinkingPart, ToolCall, UserMessage
 from tooloop.models import Model, ModelRequest, get_model
@@ -274,3 +275,15 @@ async def test_a_tool_call_without_thinking_goes_back_with_plain_content(
         ToolCall("D681PevKs", "get_weather", '{"city": "Paris"}')
     ]
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+
+
+async def test_mistral_models_need_their_key_and_go_to_mistral(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
+    with pytest.raises(ConfigurationError, match="MISTRAL_API_KEY"):
+        get_model(f"mistral:{MODEL}")
+    monkeypatch.setenv("MISTRAL_API_KEY", "k")
+    model = get_model(f"mistral:{MODEL}")
+    try:
+        assert model.base_url.rstrip("/") == "https://api.mistral.ai/v1"  # type: ignore[attr-defined]
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]

@@ -18,10 +18,10 @@ import pytest
 from tests.models.doors import DOORS, TRANSPORTS, call_arguments, drive, joined
 from tests.support.wire import Reply, WireServer, json_reply, sse_reply
 from tooloop import Agent, StopReason
-from tooloop.errors import ProviderConnectionError
+from tooloop.errors import ConfigurationError, ProviderConnectionError
 from tooloop.events import ModelEvent, TextDelta
 from tooloop.messages import ToolCall, UserMessage
-from tooloop.models import Model, ModelRequest, get_model
+from tooloop.models import Model, ModelRequest, ModelSettings, get_model
 
 MODEL = "claude-sonnet-4-5"
 PLACEHOLDER = {"name": "", "arguments": ""}
@@ -219,3 +219,21 @@ async def test_a_named_legacy_function_call_is_still_a_call(
     assert isinstance(response.tool_calls[0], ToolCall) and response.tool_calls[0].id.startswith("call_")
     if mode == "stream":
         assert call_arguments(events) == '{"city": "Rome"}'
+
+
+def test_a_snowflake_model_needs_the_account_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SNOWFLAKE_PAT", "pat")
+    with pytest.raises(ConfigurationError, match="base_url"):
+        get_model(f"snowflake:{MODEL}")
+
+
+async def test_the_token_comes_from_snowflake_pat_and_max_tokens_is_max_completion_tokens(
+    wire: WireServer, made: list[Model], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SNOWFLAKE_PAT", "pat-from-env")
+    model = get_model(f"snowflake:{MODEL}", base_url=wire.url + "/api/v2/cortex/v1", max_retries=0)
+    made.append(model)
+    wire.queue(answer("run"))
+    await model.respond(ModelRequest([UserMessage("Hi")], settings=ModelSettings(max_tokens=64)))
+    assert wire.requests[0].headers["authorization"] == "Bearer pat-from-env"
+    assert wire.requests[0].json["max_completion_tokens"] == 64 and "max_tokens" not in wire.requests[0].json
