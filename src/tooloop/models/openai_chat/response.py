@@ -168,7 +168,8 @@ def _parse_completion(data: Any, provider: str) -> ModelResponse:
     legacy = message.get("function_call")
     if legacy and legacy.get("name"):  # servers that fill every field send an empty one: no call
         calls.append((None, legacy["name"], _arguments_text(legacy.get("arguments"))))
-    text, thinking, signature = _content(message.get("content"))
+    content = message.get("content")
+    text, thinking, signature = (content, "", None) if type(content) is str else _content(content)
     details = message.get(DETAILS)
     return build_response(
         text=text,
