@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,20 @@ def test_the_collector_finds_blocks_and_markers(tmp_path: Path) -> None:
         (8, "await x()\n", True),
     ]
     assert len(BLOCKS) >= 15
+
+
+@pytest.fixture(autouse=True)
+def registries_restored() -> Iterator[None]:
+    """A document's example registers providers and model configurations for itself only."""
+    from tooloop.models import registry
+
+    providers, configs, sources = dict(registry._PROVIDERS), dict(registry._CONFIGS), list(registry._SOURCES)
+    yield
+    registry._PROVIDERS.clear()
+    registry._PROVIDERS.update(providers)
+    registry._CONFIGS.clear()
+    registry._CONFIGS.update(configs)
+    registry._SOURCES[:] = sources
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
