@@ -100,7 +100,7 @@ from .transcript import Transcript
 
 # The subsystems above the core plug into the model registry here, by import path (each imported
 # on first use): the scripted "test:..." models, and "@name" looking in tooloop.toml's [models].
-register_provider("test", "tooloop.testing:create_test_model")
+register_provider("test", "tooloop.testing:create_test_model", models=("echo", "tools"))
 register_model_config_source("tooloop.config:model_config_from_file")
 
 

@@ -7,58 +7,77 @@ import os
 import sys
 from typing import Any
 
-from rich.table import Table
-
-from ..models.registry import registered_model_configs
+from ..models.registry import ModelConfig, registered_model_configs, registered_providers
 from ..tools.tool import Tool, as_tool
-from .exits import ExitCode, fail
-from .setup import PROVIDER_KEYS, AgentOptions, choose_model, load_tools, mcp_servers, named_agent
+from .exits import CliError, ExitCode, fail
+from .setup import AgentOptions, choose_model, load_tools, mcp_servers, named_agent
 from .terminal import Terminal
 
 __all__ = ["agents_command", "model_options_command", "models_command", "tools_command"]
 
-_BASE_URL_VARIABLES = {
-    "openai": "OPENAI_BASE_URL",
-    "openai-responses": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "ollama": "OLLAMA_HOST",
-}
-
 
 def _provider_rows() -> list[dict[str, Any]]:
     rows = []
-    for name, variables in PROVIDER_KEYS.items():
-        if name == "test":
-            continue
-        base = _BASE_URL_VARIABLES.get(name)
+    for info in registered_providers():
+        variable = info.base_url_variable
         rows.append(
             {
-                "provider": name,
-                "key_variables": list(variables),
-                "key_set": any(os.environ.get(v) for v in variables) if variables else None,
-                "base_url_variable": base,
-                "base_url": os.environ.get(base) if base else None,
+                "provider": info.name,
+                "key_variables": list(info.key_variables),
+                "key_set": _any_set(info.key_variables) if info.key_required else None,
+                "base_url": (os.environ.get(variable) if variable else None) or info.base_url,
+                "base_url_variable": variable,
+                "base_url_required": info.base_url_required,
+                "models": [f"{info.name}:{model}" for model in info.models],
             }
         )
     return rows
 
 
+def _any_set(variables: tuple[str, ...]) -> bool:
+    return any(os.environ.get(v) for v in variables)
+
+
 def _config_rows() -> list[dict[str, Any]]:
+    """Models registered in code, then the ``[models.NAME]`` tables of the ``tooloop.toml`` found."""
+    configs = {c.id: (c, "registered") for c in registered_model_configs()}
+    for config, where in _file_configs():
+        configs.setdefault(config.id, (config, where))
     return [
-        {"name": f"@{c.id}", "model": c.spec, "key_set": _key_set(c.provider), "base_url": c.base_url}
-        for c in registered_model_configs()
+        {
+            "name": f"@{c.id}",
+            "model": c.spec,
+            "key_set": _config_key_set(c),
+            "base_url": c.base_url,
+            "from": where,
+        }
+        for c, where in configs.values()
     ]
 
 
-def _key_set(provider: str) -> bool | None:
-    variables = PROVIDER_KEYS.get(provider, ())
-    return any(os.environ.get(v) for v in variables) if variables else None
+def _file_configs() -> list[tuple[ModelConfig, str]]:
+    from ..config import find_config_file, load_config
+
+    path = find_config_file()
+    if path is None:
+        return []
+    config = load_config(path)
+    return [(config.model_config(name), str(path)) for name in config.data.models]
+
+
+def _config_key_set(config: ModelConfig) -> bool | None:
+    if config.api_key_env is not None:
+        return bool(os.environ.get(config.api_key_env))
+    info = next((p for p in registered_providers() if p.name == config.provider), None)
+    if info is None or not info.key_required:
+        return None
+    return _any_set(info.key_variables)
 
 
 def _default() -> dict[str, str] | None:
     try:
         choice = choose_model(None)
-    except Exception:  # no model configured: say so in the listing
+    except CliError:  # no model configured: the listing says so
         return None
     return {"model": choice.spec, "reason": choice.reason}
 
@@ -67,24 +86,39 @@ def _mark(value: bool | None) -> str:
     return "not needed" if value is None else ("set" if value else "NOT SET")
 
 
+def _base_cell(row: dict[str, Any]) -> str:
+    if row["base_url"]:
+        return str(row["base_url"])
+    if row["base_url_required"]:
+        return "--base-url needed"
+    return f"${row['base_url_variable']} not set" if row["base_url_variable"] else ""
+
+
 async def models_command(term: Terminal, *, as_json: bool) -> ExitCode:
-    """List providers (key variables and whether set), configured models, and the default."""
+    """List the registry's providers (key variables, whether set, base URL, listed models), the
+    named models (registered and ``tooloop.toml``'s ``[models]``), and the default."""
     providers, configs, default = _provider_rows(), _config_rows(), _default()
     if as_json:
         data = {"default": default, "models": configs, "providers": providers}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return ExitCode.OK
-    table = Table("provider", "key variable", "key", "base URL", box=None, pad_edge=False)
+    lines = [f"{'provider':<18} {'key variable':<34} {'key':<11} base URL / models"]
     for row in providers:
-        base = row["base_url"] or (f"${row['base_url_variable']} not set" if row["base_url_variable"] else "")
-        table.add_row(row["provider"], ", ".join(row["key_variables"]) or "-", _mark(row["key_set"]), base)
-    term.out.print(table)
-    for row in configs:
-        term.out.print(f"{row['name']:<16} {row['model']}  key {_mark(row['key_set'])}")
+        where = " ".join([_base_cell(row), *row["models"]]).strip()
+        keys = ", ".join(row["key_variables"]) or "-"
+        lines.append(f"{row['provider']:<18} {keys:<34} {_mark(row['key_set']):<11} {where}".rstrip())
+    if configs:
+        lines.append("")
+        lines.append(f"{'named model':<18} {'model':<34} {'key':<11} from")
+        lines.extend(
+            f"{row['name']:<18} {row['model']:<34} {_mark(row['key_set']):<11} {row['from']}" for row in configs
+        )
+    lines.append("")
     if default is None:
-        term.out.print("default: none (pass --model, set TOOLOOP_MODEL or a provider's key)")
+        lines.append("default: none (pass --model, set TOOLOOP_MODEL or a provider's key)")
     else:
-        term.out.print(f"default: {default['model']} ({default['reason']})")
+        lines.append(f"default: {default['model']} ({default['reason']})")
+    sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK
 
 

@@ -25,7 +25,6 @@ from .remember import SessionSetup, load_setup, restore
 from .terminal import Terminal
 
 __all__ = [
-    "PROVIDER_KEYS",
     "AgentOptions",
     "ModelChoice",
     "build_agent",
@@ -34,22 +33,6 @@ __all__ = [
     "new_session_id",
     "store_url",
 ]
-
-PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "openai-responses": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "groq": ("GROQ_API_KEY",),
-    "ollama": (),
-    "vllm": (),
-    "llamacpp": (),
-    "openai-compatible": (),
-    "test": (),
-}
-"""Each built-in provider's key variables (empty: no key needed)."""
 
 # The provider used when no model is named, first whose variable is set wins.
 _DEFAULTS = (

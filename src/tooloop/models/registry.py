@@ -22,6 +22,7 @@ from .base import Model, ModelSettings
 __all__ = [
     "ModelConfig",
     "ProviderFactory",
+    "ProviderInfo",
     "check_model_string",
     "get_model",
     "model_config",
@@ -29,6 +30,7 @@ __all__ = [
     "register_model_config_source",
     "register_provider",
     "registered_model_configs",
+    "registered_providers",
 ]
 
 ProviderFactory = Callable[..., Model]
@@ -41,6 +43,10 @@ class _Provider:
     defaults: dict[str, Any] = field(default_factory=dict)
     extra: str = "all"
     """The ``tooloop[...]`` extra that installs what the factory's module needs."""
+    key_variables: tuple[str, ...] = ()
+    """The variables the factory reads the key from, when ``api_key_env`` does not say it."""
+    models: tuple[str, ...] = ()
+    """Model names worth listing (a provider with a fixed set, such as the offline ``test``)."""
 
     def factory(self) -> ProviderFactory:
         if callable(self.target):
@@ -63,6 +69,7 @@ def _load(target: str, hint: str) -> Any:
 
 _OPENAI_CHAT = "tooloop.models.openai_chat:create"
 _LOCAL = {"api_key_optional": True}
+_GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the Gemini adapter reads the first one set
 _PROVIDERS: dict[str, _Provider] = {
     "openai": _Provider(
         _OPENAI_CHAT,
@@ -76,11 +83,17 @@ _PROVIDERS: dict[str, _Provider] = {
         "openai",
     ),
     "openai-responses": _Provider(
-        "tooloop.models.openai_responses:create", {"base_url_env": "OPENAI_BASE_URL"}, "openai"
+        "tooloop.models.openai_responses:create",
+        {"base_url_env": "OPENAI_BASE_URL", "api_key_env": "OPENAI_API_KEY"},
+        "openai",
     ),
-    "anthropic": _Provider("tooloop.models.anthropic:create", {"base_url_env": "ANTHROPIC_BASE_URL"}, "anthropic"),
-    "google": _Provider("tooloop.models.gemini:create", extra="google"),
-    "gemini": _Provider("tooloop.models.gemini:create", extra="google"),
+    "anthropic": _Provider(
+        "tooloop.models.anthropic:create",
+        {"base_url_env": "ANTHROPIC_BASE_URL", "api_key_env": "ANTHROPIC_API_KEY"},
+        "anthropic",
+    ),
+    "google": _Provider("tooloop.models.gemini:create", extra="google", key_variables=_GEMINI_KEYS),
+    "gemini": _Provider("tooloop.models.gemini:create", extra="google", key_variables=_GEMINI_KEYS),
     "openai-compatible": _Provider(_OPENAI_CHAT, {"requires_base_url": True, **_LOCAL}),
     "ollama": _Provider(
         _OPENAI_CHAT,
@@ -147,7 +160,9 @@ e.g. ``OPENAI_BASE_URL``) and ``host_env`` (a variable holding a host, ``host:po
 e.g. ``OLLAMA_HOST``, completed from ``base_url``), plus ``requires_base_url``."""
 
 
-def register_provider(name: str, factory: str | ProviderFactory, **defaults: Any) -> None:
+def register_provider(
+    name: str, factory: str | ProviderFactory, *, models: tuple[str, ...] = (), **defaults: Any
+) -> None:
     """Make ``"name:model"`` strings create models with ``factory``.
 
     ``factory`` is a callable or an import path ``"package.module:function"`` imported on first use.
@@ -155,8 +170,47 @@ def register_provider(name: str, factory: str | ProviderFactory, **defaults: Any
     the factory's own options, e.g. the Chat Completions quirks ``max_tokens_field``,
     ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``, ``api_key_env``,
     and the registry's ``base_url``, ``base_url_env`` and ``host_env`` (see docs/providers.md).
+    ``models`` names models worth listing (``tooloop models`` shows them).
     """
-    _PROVIDERS[name] = _Provider(factory, dict(defaults))
+    _PROVIDERS[name] = _Provider(factory, dict(defaults), models=tuple(models))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderInfo:
+    """What the registry knows of a provider, for listings (``tooloop models``); imports nothing."""
+
+    name: str
+    key_variables: tuple[str, ...]
+    """The environment variables the key is read from (the first one set wins)."""
+    key_required: bool
+    """False for local servers and offline models, which work without a key."""
+    base_url: str | None
+    """The default URL (None: the adapter's own, or none, see ``base_url_required``)."""
+    base_url_variable: str | None
+    """A variable holding a whole base URL (``OPENAI_BASE_URL``) or a host (``OLLAMA_HOST``)."""
+    base_url_required: bool
+    models: tuple[str, ...]
+    """Model names worth listing; empty for providers whose models are many and change."""
+
+
+def registered_providers() -> tuple[ProviderInfo, ...]:
+    """Every registered provider (built-in, registered in code, or a plugin's), in registration order."""
+    return tuple(_info(name, provider) for name, provider in _PROVIDERS.items())
+
+
+def _info(name: str, provider: _Provider) -> ProviderInfo:
+    defaults = provider.defaults
+    env = defaults.get("api_key_env")
+    keys = provider.key_variables or ((env,) if isinstance(env, str) else ())
+    return ProviderInfo(
+        name=name,
+        key_variables=keys,
+        key_required=bool(keys) and not defaults.get("api_key_optional", False),
+        base_url=defaults.get("base_url"),
+        base_url_variable=defaults.get("base_url_env") or defaults.get("host_env"),
+        base_url_required=bool(defaults.get("requires_base_url", False)),
+        models=provider.models,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
