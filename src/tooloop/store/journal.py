@@ -7,13 +7,14 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ArgumentTypeError, ArgumentValueError, ConflictError, SessionBusyError, SessionNotFoundError
-from ..messages import Message, Usage, UserMessage
+from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage, UserMessage
 from ..transcript import Transcript
 from .base import Store
 
@@ -131,6 +132,44 @@ class _Held:
             await asyncio.shield(self.store.release_lease(self.session_id, self.owner))
 
 
+CUT_RUN_WAIT = 30.0
+"""Seconds a run waits for an earlier run of its session in this process to write its last record."""
+
+
+class _OpenRuns:
+    """The sessions runs of this process have open, per store (an object, or the URL it opens).
+
+    A call recorded as started while the run that started it is still open (cancelled, but not yet
+    done writing that the cancel cut it) is not interrupted: a run that reads it waits for that
+    run to close and reads the session again, instead of running the call a second time.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[int | str, str], list[SessionBinding]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, key: tuple[int | str, str], binding: SessionBinding) -> None:
+        with self._lock:
+            self._open.setdefault(key, []).append(binding)
+
+    def remove(self, key: tuple[int | str, str], binding: SessionBinding) -> None:
+        with self._lock:
+            runs = self._open.get(key, [])
+            if binding in runs:
+                runs.remove(binding)
+            if not runs:
+                self._open.pop(key, None)
+
+    def earlier(self, key: tuple[int | str, str], binding: SessionBinding) -> list[SessionBinding]:
+        """The runs of the session opened before ``binding`` and still open."""
+        with self._lock:
+            runs = self._open.get(key, [])
+            return runs[: runs.index(binding)] if binding in runs else list(runs)
+
+
+_OPEN_RUNS = _OpenRuns()
+
+
 class SessionJournal:
     """Appends each message the loop records to ``session_id``, checking ``version`` every time.
 
@@ -192,11 +231,19 @@ class SessionBinding:
         self._owned: Store | None = None
         self._opened: Store | None = None
         self._journal: SessionJournal | None = None
+        self._key = (self._store if isinstance(self._store, str) else id(self._store), session_id)
+        self._closed = threading.Event()
 
     async def open(self) -> tuple[Sequence[Message], SessionJournal]:
-        """The session's messages (empty for a new session) and the journal to continue it."""
+        """The session's messages (empty for a new session) and the journal to continue it.
+
+        While another run of the session is open in this process (a cancelled one still writing
+        what the cancel cut), a session ending with a started call, or changing while it is read,
+        is read again once that run has closed.
+        """
         store = await self._open_store()
         self._opened = store
+        _OPEN_RUNS.add(self._key, self)
         if self._lease is not None:
             held = _Held(store, self.session_id, self._lease)
             await held.take()
@@ -207,8 +254,26 @@ class SessionBinding:
             self._journal = SessionJournal(store, self.session_id, 0)
             return (), self._journal
         history = await store.load(self.session_id)
+        earlier = _OPEN_RUNS.earlier(self._key, self)
+        if earlier and (_started_calls(history) or await store.version(self.session_id) != info.version):
+            # Another run of this process is writing the session (a cancelled one records what the
+            # cancel cut): read it once that run is done, not a call it started as one to run again.
+            await self._wait_for(earlier)
+            info = await store.get_session(self.session_id)
+            history = await store.load(self.session_id)
         self._journal = SessionJournal(store, self.session_id, info.version)
         return history, self._journal
+
+    async def _wait_for(self, runs: Sequence[SessionBinding]) -> None:
+        # Polled: the other run may be on another thread's event loop (run_sync, a worker thread).
+        deadline = time.monotonic() + CUT_RUN_WAIT
+        while not all(run._closed.is_set() for run in runs):
+            if time.monotonic() >= deadline:
+                raise SessionBusyError(
+                    f"session {self.session_id!r}: a tool call of it is still running in another run of "
+                    f"this process after {CUT_RUN_WAIT:g} seconds; it is not run a second time"
+                )
+            await asyncio.sleep(0.01)
 
     async def _open_store(self) -> Store:
         if isinstance(self._store, str):
@@ -240,12 +305,16 @@ class SessionBinding:
             elif self._opened is not None and (usage.requests or usage.tool_calls):
                 await self._update_metadata(self._opened, usage, model, transcript)
         finally:
-            if self._held is not None:
-                held, self._held = self._held, None
-                await held.release()
-            if self._owned is not None:
-                owned, self._owned = self._owned, None
-                await owned.close()
+            try:
+                if self._held is not None:
+                    held, self._held = self._held, None
+                    await held.release()
+                if self._owned is not None:
+                    owned, self._owned = self._owned, None
+                    await owned.close()
+            finally:
+                self._closed.set()
+                _OPEN_RUNS.remove(self._key, self)
 
     async def _update_metadata(self, store: Store, usage: Usage, model: str | None, transcript: Transcript) -> None:
         info = await store.get_session(self.session_id)
@@ -254,6 +323,16 @@ class SessionBinding:
             first = next((m for m in transcript if isinstance(m, UserMessage)), None)
             title = _title(first.text) if first is not None else None
         await store.set_metadata(self.session_id, title=title, model=model or info.model, usage=info.usage + usage)
+
+
+def _started_calls(history: Sequence[Message]) -> bool:
+    """Whether the session ends with a call recorded as started (run, or running, without a result)."""
+    for message in reversed(history):
+        if not isinstance(message, ToolCallMessage):
+            return False
+        if message.status is ToolCallStatus.STARTED:
+            return True
+    return False
 
 
 def _title(text: str, limit: int = 80) -> str:
