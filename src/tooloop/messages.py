@@ -400,6 +400,11 @@ class AssistantMessage:
 
     A response that asks for tools is recorded as :class:`ToolCallMessage` values instead, one per
     call, sharing a ``batch_id``.
+
+    ``response_id`` is the provider's id of the response, ``stop_sequence`` the stop sequence that
+    ended it (where the provider says which), and ``usage`` that one request's tokens and cost
+    (``requests`` is 1); the loop sets them on every answer it records. ``usage`` and
+    ``response_id`` describe the request, not the message: equality ignores them.
     """
 
     text: str = ""
@@ -409,6 +414,9 @@ class AssistantMessage:
     stop_reason: StopReason = StopReason.END_TURN
     model: str | None = None
     provider_data: Mapping[str, Any] = EMPTY
+    response_id: str | None = field(default=None, compare=False)
+    stop_sequence: str | None = None
+    usage: Usage | None = field(default=None, compare=False)
     kind: ClassVar[Literal["assistant"]] = "assistant"
 
     def __post_init__(self) -> None:
@@ -430,6 +438,9 @@ class ToolCallMessage:
     ``parts`` holds the outcome's content parts when the tool returned a :class:`ToolOutput`
     (images, audio, resources); ``content`` is then their text form, for providers that take
     only text in tool results.
+
+    The first call of a batch also carries the response's ``response_id`` and ``usage`` (that
+    one request's tokens and cost), as on :class:`AssistantMessage`; equality ignores both.
     """
 
     tool_name: str
@@ -447,6 +458,8 @@ class ToolCallMessage:
     provider_data: Mapping[str, Any] = EMPTY
     error_type: str | None = None
     parts: tuple[ContentPart, ...] = ()
+    response_id: str | None = field(default=None, compare=False)
+    usage: Usage | None = field(default=None, compare=False)
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
 
     def __post_init__(self) -> None:
@@ -525,7 +538,9 @@ class ModelResponse:
     """One answer of a model: text and/or tool calls, why it stopped, and what it cost.
 
     ``stop_reason`` defaults to ``TOOL_USE`` when there are tool calls and ``END_TURN`` otherwise.
-    ``usage`` is this request's tokens; the loop counts the request itself.
+    ``usage`` is this request's tokens; the loop counts the request itself. ``response_id`` is the
+    provider's id of the response and ``stop_sequence`` the stop sequence that ended it, when the
+    provider says (the loop keeps both on the messages it records).
     """
 
     text: str = ""
@@ -537,6 +552,8 @@ class ModelResponse:
     refusal: str | None = None
     model: str | None = None
     provider_data: Mapping[str, Any] = field(default_factory=dict)
+    response_id: str | None = None
+    stop_sequence: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_calls, tuple):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -40,6 +41,8 @@ __all__ = [
     "part_to_dict",
     "thinking_from_dict",
     "thinking_to_dict",
+    "usage_from_dict",
+    "usage_to_dict",
 ]
 
 SCHEMA_VERSION = 1
@@ -305,6 +308,12 @@ def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
         data["model"] = message.model
     if message.provider_data:
         data["provider_data"] = to_jsonable(message.provider_data)
+    if message.response_id is not None:
+        data["response_id"] = message.response_id
+    if message.stop_sequence is not None:
+        data["stop_sequence"] = message.stop_sequence
+    if message.usage is not None:
+        data["usage"] = usage_to_dict(message.usage)
     return data
 
 
@@ -335,7 +344,59 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
         data["provider_data"] = to_jsonable(message.provider_data)
     if message.parts:
         data["parts"] = [part_to_dict(p) for p in message.parts]
+    if message.response_id is not None:
+        data["response_id"] = message.response_id
+    if message.usage is not None:
+        data["usage"] = usage_to_dict(message.usage)
     return data
+
+
+_USAGE_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "requests",
+    "tool_calls",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    """A message's usage as compact JSON-compatible data: the counts that are not zero, and the
+    cost as a decimal string (so no fraction of a cent is rounded away) when it is known."""
+    data: dict[str, Any] = {name: getattr(usage, name) for name in _USAGE_COUNTS if getattr(usage, name)}
+    if usage.cost is not None:
+        data["cost"] = str(usage.cost)
+    return data
+
+
+def usage_from_dict(data: Mapping[str, Any]) -> Usage:
+    """Read :func:`usage_to_dict`'s form (absent counts are zero, unknown keys are ignored)."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"field 'usage' must be an object, got {data!r}")
+    counts: dict[str, int] = {}
+    for name in _USAGE_COUNTS:
+        value = data.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"usage field {name!r} must be a whole number, got {value!r}")
+        counts[name] = value
+    cost = data.get("cost")
+    if cost is not None:
+        if not isinstance(cost, str | int | float) or isinstance(cost, bool):
+            raise TypeError(f"usage field 'cost' must be a decimal string, got {cost!r}")
+        try:
+            cost = Decimal(str(cost))
+        except InvalidOperation as exc:
+            raise ValueError(f"usage field 'cost' is not a number: {cost!r}") from exc
+        if not cost.is_finite():
+            raise ValueError(f"usage field 'cost' is not a finite number: {cost!r}")
+    return Usage(**counts, cost=cost)
+
+
+def _usage(data: Mapping[str, Any]) -> Usage | None:
+    value = data.get("usage")
+    return None if value is None else usage_from_dict(value)
 
 
 def part_to_dict(part: ContentPart) -> dict[str, Any]:
@@ -412,6 +473,9 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             stop_reason=StopReason(data.get("stop_reason", StopReason.END_TURN)),
             model=_optional_text(data, "model"),
             provider_data=_mapping(data, "provider_data"),
+            response_id=_optional_text(data, "response_id"),
+            stop_sequence=_optional_text(data, "stop_sequence"),
+            usage=_usage(data),
         )
     if kind == "tool_call":
         return _tool_call_from_dict(data)
@@ -435,6 +499,8 @@ def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
         thinking=_thinking(data),
         provider_data=_mapping(data, "provider_data"),
         parts=tuple(part_from_dict(p) for p in data.get("parts", ())),
+        response_id=_optional_text(data, "response_id"),
+        usage=_usage(data),
     )
 
 

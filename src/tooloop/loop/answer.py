@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import OutputValidationError
 from ..messages import AssistantMessage, ModelResponse, StopReason, UserMessage
 from .output import OutputSpec
-from .record import Recorder
+from .record import Recorder, request_usage
 
 __all__ = ["Answers", "answer_message"]
 
@@ -22,6 +22,9 @@ def answer_message(response: ModelResponse) -> AssistantMessage:
         stop_reason=response.stop_reason,
         model=response.model,
         provider_data=response.provider_data,
+        response_id=response.response_id,
+        stop_sequence=response.stop_sequence,
+        usage=request_usage(response.usage),
     )
 
 

@@ -15,7 +15,7 @@ from ..messages import Message, ToolCallMessage, Usage
 from ..transcript import Transcript
 from .channel import EventChannel
 
-__all__ = ["Journal", "Recorder"]
+__all__ = ["Journal", "Recorder", "request_usage"]
 
 
 class Journal(Protocol):
@@ -24,6 +24,22 @@ class Journal(Protocol):
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
         ...
+
+
+def request_usage(usage: Usage) -> Usage:
+    """One model request's usage as the loop counts it: one request, no tool calls."""
+    if usage.requests == 1 and not usage.tool_calls:
+        return usage
+    return Usage(
+        usage.input_tokens,
+        usage.output_tokens,
+        1,
+        0,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        usage.cost,
+    )
 
 
 class Recorder:
@@ -92,18 +108,7 @@ class Recorder:
 
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
-        if usage.requests != 1 or usage.tool_calls:
-            usage = Usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                1,
-                0,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                usage.reasoning_tokens,
-                usage.cost,
-            )
-        self.usage = self.usage + usage
+        self.usage = self.usage + request_usage(usage)
 
     def count_call(self) -> None:
         """Count one executed tool call."""

@@ -5,13 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .._json import error_message, to_jsonable
 from ..messages import AssistantMessage, StopReason, ToolCallMessage, Usage
 from ..transcript import Transcript
 
 __all__ = ["ApprovalDecision", "ApprovalRequest", "RunResult", "arguments_digest"]
+
+
+def _counts(usage: Usage) -> dict[str, int]:
+    return {f.name: getattr(usage, f.name) for f in fields(usage) if f.name != "cost"}
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -166,6 +171,45 @@ class RunResult:
             return ()
         last_batch = calls[-1].batch_id
         return tuple(c for c in calls if c.batch_id == last_batch)
+
+    @property
+    def final_tool_calls(self) -> tuple[ToolCallMessage, ...]:
+        """The calls of this run's last model response, when that response asked for tools: the
+        run stopped before the model answered them (approvals, a limit, a hook). Empty when the
+        run ended with an answer."""
+        calls: list[ToolCallMessage] = []
+        for i in range(len(self.transcript) - 1, self.start - 1, -1):
+            message = self.transcript[i]
+            if not isinstance(message, ToolCallMessage) or (calls and message.batch_id != calls[-1].batch_id):
+                break
+            calls.append(message)
+        return tuple(reversed(calls))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-compatible data, for web frameworks and queues.
+
+        ``transcript`` holds every message in the transcript's JSON form (``start`` is the index of
+        this run's first), ``usage`` the run's totals (every count, and the cost as a decimal
+        string or None), ``output`` the structured output made JSON-compatible, ``error`` the
+        failure's type and message (or None), and ``pending_approvals`` the calls waiting for a
+        decision (:meth:`ApprovalRequest.to_dict`).
+        """
+        error = self.error
+        usage = self.usage
+        return {
+            "text": self.text,
+            "stop_reason": self.stop_reason.value,
+            "output": to_jsonable(self.output),
+            "usage": {**_counts(usage), "cost": None if usage.cost is None else str(usage.cost)},
+            "error": None if error is None else {"type": type(error).__name__, "message": error_message(error)},
+            "pending_approvals": [request.to_dict() for request in self.pending_approvals],
+            "start": self.start,
+            "transcript": self.transcript.to_dicts(),
+        }
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @property
     def has_error(self) -> bool:

@@ -30,7 +30,7 @@ from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .limits import Limits
 from .observe import Watch
-from .record import Recorder
+from .record import Recorder, request_usage
 from .repair import interrupted, unique_id
 from .result import ApprovalDecision
 
@@ -154,6 +154,8 @@ def _with_outcome(
         thinking=call.thinking,
         provider_data=call.provider_data,
         parts=parts,
+        response_id=call.response_id,
+        usage=call.usage,
     )
 
 
@@ -183,6 +185,8 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
             raw_arguments=raw,
             thinking=response.thinking if index == 0 else (),
             provider_data=_merge_data(response.provider_data if index == 0 else EMPTY, call.provider_data or EMPTY),
+            response_id=response.response_id if index == 0 else None,
+            usage=request_usage(response.usage) if index == 0 else None,
         )
         slot = Slot(template, batch.tools.get(call.name), batch.limits.max_tool_result_chars)
         if error is not None:
