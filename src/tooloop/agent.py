@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, get_origin
 
 from ._arguments import check_agent_options, check_model, check_run_arguments, tool_list
 from ._checks import describe
@@ -56,6 +56,7 @@ class _Options:
     session_id: str | None = None
     tracer: Tracer | None = None
     lease: SessionLease | None = None
+    deps_type: Any = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +80,10 @@ class _Options:
             )
         if self.output_type is not None:
             object.__setattr__(self, "output", OutputSpec.for_type(self.output_type))
+        if self.deps_type is not None and not isinstance(self.deps_type, type) and get_origin(self.deps_type) is None:
+            raise ArgumentTypeError(
+                f"Agent(deps_type=...) takes a type, e.g. deps_type=MyDeps, got {describe(self.deps_type)}"
+            )
 
 
 class Agent:
@@ -114,6 +119,7 @@ class Agent:
         session_id: str | None = None,
         tracer: Tracer | None = None,
         lease: SessionLease | None = None,
+        deps_type: Any = None,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -136,6 +142,7 @@ class Agent:
             session_id=session_id,
             tracer=tracer,
             lease=lease,
+            deps_type=deps_type,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -214,6 +221,11 @@ class Agent:
         return self._options.sources
 
     @property
+    def deps_type(self) -> Any:
+        """The type of the ``deps=`` its runs take (None: any, or none)."""
+        return self._options.deps_type
+
+    @property
     def limits(self) -> Limits:
         """The run limits."""
         return self._options.limits
@@ -284,8 +296,10 @@ class Agent:
         journal: Journal | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
+        deps: Any = None,
     ) -> Run:
         history, approvals = check_run_arguments(prompt, history, approvals, cancel, approve, session_id)
+        _check_deps(self._options.deps_type, deps)
         if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
             raise ArgumentValueError(f"turn_id must be a non-empty str (a stable id of this turn), got {turn_id!r}")
         config = self._resolved()
@@ -318,6 +332,7 @@ class Agent:
             session_id=session_id,
             session=session,
             turn_id=turn_id,
+            deps=deps,
         )
 
     async def resume(
@@ -327,10 +342,13 @@ class Agent:
         approvals: Approvals = (),
         approve: Approver | None = None,
         cancel: CancelToken | None = None,
+        deps: Any = None,
     ) -> RunResult:
         """Continue a stored session from its tail: interrupted calls (re-run, or marked failed with
         ``rerun_interrupted=False``), decided approvals, then the model."""
-        return await self.run(None, approvals=approvals, approve=approve, cancel=cancel, session_id=session_id)
+        return await self.run(
+            None, approvals=approvals, approve=approve, cancel=cancel, session_id=session_id, deps=deps
+        )
 
     async def run(
         self,
@@ -343,6 +361,7 @@ class Agent:
         session_id: str | None = None,
         turn_id: str | None = None,
         raise_errors: bool = True,
+        deps: Any = None,
     ) -> RunResult:
         """Run the loop to the end and return the result.
 
@@ -354,8 +373,11 @@ class Agent:
         ``turn_id`` makes the turn idempotent: when the session already holds a prompt with this
         turn id, it is not written again and the turn continues where it stands (or, finished,
         is returned as it is) — so a worker retrying a turn after a crash never asks twice.
+
+        ``deps`` reaches every tool (``ToolContext.deps``) and hook (``StepContext.deps``) of the
+        run; it is never stored. An agent built with ``deps_type=T`` requires a ``T``.
         """
-        run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+        run = self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id, deps=deps)
         try:
             await run.finish()
         except ToolloopError as exc:
@@ -393,10 +415,11 @@ class Agent:
         cancel: CancelToken | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
+        deps: Any = None,
     ) -> Conversation:
         """An async iterator of each message as it happens; ``.result`` after exhaustion."""
         return Conversation(
-            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id, deps=deps)
         )
 
     def stream(
@@ -409,10 +432,11 @@ class Agent:
         cancel: CancelToken | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
+        deps: Any = None,
     ) -> EventStream:
         """An async iterator of fine-grained events, ending with ``RunFinished``."""
         return EventStream(
-            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id, deps=deps)
         )
 
     def stream_sync(
@@ -425,6 +449,7 @@ class Agent:
         cancel: CancelToken | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
+        deps: Any = None,
     ) -> SyncEventStream:
         """:meth:`stream` for code without an event loop: ``for event in agent.stream_sync(...)``.
 
@@ -432,7 +457,7 @@ class Agent:
         in notebooks alike; ``.stream_text()`` yields only the answer's text.
         """
         return SyncEventStream(
-            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id)
+            self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id, deps=deps)
         )
 
     async def run_turns(self, prompts: Iterable[str], *, history: Iterable[Message] | None = None) -> RunResult:
@@ -455,6 +480,18 @@ class Agent:
         if result is None:
             raise ConfigurationError("run_turns() needs at least one prompt")
         return replace(result, usage=usage, start=start or 0)
+
+
+def _check_deps(deps_type: Any, deps: Any) -> None:
+    """``deps`` must be an instance of the agent's ``deps_type`` when it names a class."""
+    if deps_type is None or not isinstance(deps_type, type):
+        return
+    if deps is None:
+        raise ArgumentValueError(
+            f"this agent declares deps_type={deps_type.__name__}: pass run(..., deps=...) with one"
+        )
+    if not isinstance(deps, deps_type):
+        raise ArgumentTypeError(f"deps must be a {deps_type.__name__} (the agent's deps_type), got {describe(deps)}")
 
 
 def _loop_running() -> bool:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeAlias
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Literal, TypeAlias
 
 from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage
 from ..models.base import ModelRequest
 from ..models.payloads import PayloadListener
+from ..tools.tool import DepsT
 from ..transcript import Transcript
 
 __all__ = ["Hook", "Hooks", "LoopControl", "StepContext"]
@@ -54,11 +55,12 @@ LoopControl.CONTINUE = LoopControl()
 
 
 @dataclass(frozen=True, slots=True)
-class StepContext:
+class StepContext(Generic[DepsT]):
     """A snapshot of the run given to hooks.
 
     ``call`` and ``result`` are set for tool hooks: the call about to run (``before_tool_call``)
-    and its finished message (``after_tool_call``).
+    and its finished message (``after_tool_call``). ``deps`` is the run's ``deps=`` (annotate
+    ``StepContext[MyDeps]`` to have it typed; never stored).
     """
 
     iteration: int
@@ -68,6 +70,7 @@ class StepContext:
     transcript: Transcript
     call: ToolCall | None = None
     result: ToolCallMessage | None = None
+    deps: DepsT = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
 
 Hook: TypeAlias = Callable[[StepContext], "LoopControl | Awaitable[LoopControl | None] | None"]

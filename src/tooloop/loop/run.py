@@ -84,8 +84,10 @@ class Run:
         session_id: str | None = None,
         session: SessionSource | None = None,
         turn_id: str | None = None,
+        deps: Any = None,
     ):
         self.config = config
+        self.deps = deps
         self.turn_id = turn_id
         self.model = config.model
         self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
@@ -267,6 +269,7 @@ class Run:
             transcript=self.record.transcript,
             call=None if call is None else _as_call(call),
             result=None if call is None else call.outcome,
+            deps=self.deps,
         )
 
     def _stop(self, reason: StopReason) -> None:
@@ -494,6 +497,7 @@ class Run:
             owner=self,
             lingering=self.lingering,
             watch=self.watch,
+            deps=self.deps,
         )
         return self._batch_view
 

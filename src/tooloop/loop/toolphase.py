@@ -93,6 +93,8 @@ class BatchContext:
     """The run's sync calls whose threads may still run (barriers wait for them)."""
     watch: Watch | None = None
     """Logs and traces each call, when anything listens."""
+    deps: Any = None
+    """The run's ``deps=``, handed to each tool in its context."""
 
 
 @dataclass(slots=True)
@@ -382,6 +384,7 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         on_progress=functools.partial(
             _progress, asyncio.get_running_loop(), batch.record.emit, template.tool_call_id, template.tool_name
         ),
+        deps=batch.deps,
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.record.count_call()

@@ -44,7 +44,7 @@ def function_schema(fn: Callable[..., Any], context_type: type, *, name: str) ->
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(param.name, Any)
-        if annotation is context_type:
+        if annotation is context_type or typing.get_origin(annotation) is context_type:
             context_param = param.name
             continue
         fields[param.name] = _field(param, portable_type(annotation), doc.params.get(param.name))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from .._checks import describe, require, require_count, require_seconds, require_text
 from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolArgumentsError
@@ -20,10 +20,17 @@ from .threads import Limiter, start_in_thread
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from typing_extensions import TypeVar
 
     from ..loop.cancel import CancelToken
 
-__all__ = ["Tool", "ToolContext", "as_tool", "check_tool_name", "tool"]
+    DepsT = TypeVar("DepsT", default=Any)
+else:
+    from typing import TypeVar
+
+    DepsT = TypeVar("DepsT")
+
+__all__ = ["DepsT", "Tool", "ToolContext", "as_tool", "check_tool_name", "tool"]
 
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
@@ -42,8 +49,12 @@ def check_tool_name(name: object) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """What a tool may learn about the call it serves; declare a parameter of this type to get it.
+
+    ``deps`` is what the caller passed as ``run(..., deps=...)`` (the application's database
+    handle, its HTTP client, the user...); annotate ``ToolContext[MyDeps]`` to have it typed.
+    It is never stored with the session.
 
     ``idempotency_key`` identifies one tool call so a tool can make its side effects happen
     exactly once. In a stored session it is ``"<session>:<call id>"``, stable across retries and
@@ -61,6 +72,8 @@ class ToolContext:
     on_progress: Callable[[float, float | None, str | None], None] | None = field(
         default=None, repr=False, compare=False
     )
+    deps: DepsT = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    """The run's dependencies (``run(..., deps=...)``); None when none were given."""
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Tell the stream how far the call got (a ``ToolCallProgress`` event); cheap, never blocks."""
