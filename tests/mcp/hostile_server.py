@@ -66,6 +66,22 @@ async def ask_name(ctx: Context) -> str:
     return f"no name: {answer.action}"
 
 
+class Consent(BaseModel):
+    remember: bool = False
+
+
+@server.tool(description="Ask the user to agree (a question with nothing required)")
+async def ask_consent(ctx: Context) -> str:
+    answer = await ctx.elicit("May I clear the cache?", Consent)
+    return f"consent: {answer.action}"
+
+
+@server.tool(description="Ask the user to open a page (URL elicitation)")
+async def ask_login(ctx: Context) -> str:
+    answer = await ctx.elicit_url("Sign in to continue", "https://example.com/login", "login-1")
+    return f"login: {answer.action}"
+
+
 @server.tool(description="The HTTP session this call came in")
 def whoami(ctx: Context) -> str:
     request = ctx.request_context.request

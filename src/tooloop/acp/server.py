@@ -33,6 +33,7 @@ from ..models.profiles import DEFAULT_PROFILE, profile_for
 from ..store.base import SessionInfo, Store
 from ..tools.tool import Tool
 from . import updates
+from .elicit import ClientAsker
 from .prompt import prompt_text
 from .session import McpServerSpec, Session, SessionTools
 from .turn import Turn
@@ -55,6 +56,7 @@ class AcpServer:
         self._tools = tools or SessionTools()
         self._sessions: dict[str, Session] = {}
         self._conn: Client | None = None
+        self._capabilities: schema.ClientCapabilities | None = None
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -78,6 +80,7 @@ class AcpServer:
         """Speak protocol version 1 whatever the client asked; advertise only what works."""
         from .. import __version__
 
+        self._capabilities = client_capabilities
         stored = self._store is not None
         capabilities = schema.AgentCapabilities(
             load_session=stored,
@@ -201,7 +204,8 @@ class AcpServer:
         agent = self._agent
         if self._store is not None:
             agent = agent.with_session(session_id, self._store)
-        return await Session.open(session_id, cwd, agent, self._tools, servers, stored=self._store is not None)
+        ask = ClientAsker(lambda: self._client, session_id, self._capabilities)
+        return await Session.open(session_id, cwd, agent, self._tools, servers, stored=self._store is not None, ask=ask)
 
     def _session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
@@ -228,6 +232,7 @@ class AcpServer:
                 _context_window(session.agent),
                 session.spent,
             )
+            session.turn = turn
             stop = await _run_turn(session, turn, text)
         finally:
             session.end()

@@ -17,8 +17,10 @@ from ..loop.frontdoors import EventStream
 from ..messages import Usage
 from ..tools.tool import Tool
 from ..transcript import Transcript
+from .elicit import ClientAsker
 
 if TYPE_CHECKING:
+    from ..mcp import ElicitationHandler
     from .turn import Turn
 
 __all__ = ["McpServerSpec", "Session", "SessionTools"]
@@ -47,11 +49,14 @@ class SessionTools:
         """Whether streamable HTTP servers are accepted (``mcpCapabilities.http``): with the MCP SDK."""
         return importlib.util.find_spec("mcp") is not None
 
-    async def connect(self, specs: Sequence[McpServerSpec], cwd: str) -> list[Any]:
-        """Started servers for ``specs``; ``-32602`` naming a server that cannot be used."""
+    async def connect(
+        self, specs: Sequence[McpServerSpec], cwd: str, ask: ElicitationHandler | None = None
+    ) -> list[Any]:
+        """Started servers for ``specs``; ``-32602`` naming a server that cannot be used. ``ask``
+        answers their questions to the user (MCP elicitation)."""
         if not specs:
             return []
-        servers = [self._server(spec, cwd) for spec in specs]
+        servers = [self._server(spec, cwd, ask) for spec in specs]
         results = await asyncio.gather(*(s.start() for s in servers), return_exceptions=True)
         failures = [f"{server.name}: {result}" for server, result in zip(servers, results, strict=True) if result]
         if failures:
@@ -59,7 +64,7 @@ class SessionTools:
             raise RequestError.invalid_params({"details": "; ".join(failures)})
         return servers
 
-    def _server(self, spec: McpServerSpec, cwd: str) -> Any:
+    def _server(self, spec: McpServerSpec, cwd: str, ask: ElicitationHandler | None) -> Any:
         try:
             from ..mcp import MCPServer
         except ConfigurationError as exc:
@@ -67,6 +72,8 @@ class SessionTools:
         options: dict[str, Any] = {"name": spec.name, "prefix": f"{spec.name}__", "approve": self.approve}
         if self.timeout is not None:
             options["timeout"] = self.timeout
+        if ask is not None:
+            options["elicitation"] = ask
         if isinstance(spec, schema.McpServerStdio):
             env = {variable.name: variable.value for variable in spec.env}
             return MCPServer.stdio(spec.command, spec.args, env=env, cwd=cwd, **options)
@@ -89,6 +96,8 @@ class Session:
         self.remembered: dict[str, bool] = {}
         """Tool name -> True (always allow) or False (always reject), for the session's life."""
         self.token: CancelToken | None = None
+        self.turn: Turn | None = None
+        """The prompt turn running now, if any."""
         self.spent = Usage()
         """What the session's turns used and cost so far (a loaded session starts from its stored totals)."""
         self._sources = tuple(sources)
@@ -103,12 +112,21 @@ class Session:
         servers: Sequence[McpServerSpec],
         *,
         stored: bool,
+        ask: ClientAsker | None = None,
     ) -> Session:
-        """A session whose agent also has the tools of ``servers``."""
-        sources = await tools.connect(servers, cwd)
+        """A session whose agent also has the tools of ``servers``; ``ask`` puts their questions
+        to the user (MCP elicitation) to the client."""
+        sources = await tools.connect(servers, cwd, ask)
         if sources:
             agent = agent.with_tools(*sources)
-        return cls(session_id, cwd, agent, sources, stored=stored)
+        session = cls(session_id, cwd, agent, sources, stored=stored)
+        if ask is not None:
+            ask.running = session.running
+        return session
+
+    def running(self, server: str) -> list[str]:
+        """The ids of the running turn's calls of the MCP server named ``server``."""
+        return self.turn.running(f"{server}__") if self.turn is not None else []
 
     @property
     def busy(self) -> bool:
@@ -123,6 +141,7 @@ class Session:
     def end(self) -> None:
         """The turn was answered."""
         self.token = None
+        self.turn = None
 
     def cancel(self) -> None:
         """Cancel the running turn, if any."""

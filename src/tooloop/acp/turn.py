@@ -75,6 +75,8 @@ class Turn:
         """What the session's earlier turns used (their cost is part of each ``usage_update``)."""
         self._shown: dict[str, asyncio.Future[None]] = {}
         self._finished: set[str] = set()
+        self._running: dict[str, str] = {}
+        """Call id -> tool name, for the calls running now."""
         self._streamed_text = False
         self._streamed_thinking = False
         self.result: RunResult | None = None
@@ -101,6 +103,10 @@ class Turn:
             case _:
                 assert_never(event)
 
+    def running(self, prefix: str) -> list[str]:
+        """The ids of the calls running now whose tool name starts with ``prefix``."""
+        return [call_id for call_id, name in self._running.items() if name.startswith(prefix)]
+
     async def _model_event(self, event: TextDelta | ThinkingDelta | ModelRequestStarted | ModelRequestFinished) -> None:
         match event:
             case TextDelta(text=text):
@@ -122,6 +128,7 @@ class Turn:
                 await self._show(request.tool_call_id, request.tool_name, request.arguments)
             case ToolCallStarted(tool_call_id=call_id, tool_name=name, arguments=arguments):
                 await self._show(call_id, name, arguments)
+                self._running[call_id] = name
                 await self.send(updates.tool_call_running(call_id))
             case ToolCallFinished(message=message):
                 await self._finish(message)
@@ -160,6 +167,7 @@ class Turn:
         if message.tool_call_id in self._finished:
             return
         self._finished.add(message.tool_call_id)
+        self._running.pop(message.tool_call_id, None)
         await self._show(message.tool_call_id, message.tool_name, message.arguments)
         await self.send(updates.tool_call_finished(message))
 
