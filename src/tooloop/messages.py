@@ -201,6 +201,12 @@ class StopReason(enum.StrEnum):
     """The provider paused a long turn; the loop sends the conversation back to continue it."""
     ERROR = "error"
     """The run failed; ``RunResult.error`` holds the exception (with ``raise_errors=False``)."""
+    REPEATED_CALL = "repeated_call"
+    """The model asked for a call it had already made ``Limits.max_repeats`` times (not run)."""
+    REPEATED_ERROR = "repeated_error"
+    """The same tool error came back ``Limits.max_repeated_errors`` times in a row."""
+    EMPTY_RESPONSE = "empty_response"
+    """More than ``Limits.max_empty_responses`` answers in a row had no text and no tool call."""
 
     @property
     def acp(self) -> str:
@@ -216,6 +222,9 @@ _ACP = {
     StopReason.CANCELLED: "cancelled",
     StopReason.TOKEN_BUDGET: "max_tokens",
     StopReason.COST_LIMIT: "max_tokens",
+    StopReason.REPEATED_CALL: "max_turn_requests",
+    StopReason.REPEATED_ERROR: "max_turn_requests",
+    StopReason.EMPTY_RESPONSE: "end_turn",
 }
 
 

@@ -42,6 +42,19 @@ class Limits:
     final_answer_on_limit: bool = False
     """When ``max_turns`` or the token budget is reached, make one last request without tools so
     the user gets an answer instead of a bare stop."""
+    max_repeats: int | None = 8
+    """Times one call (the same tool with the same arguments) may run in a run. A response asking
+    for it once more is not run and the run stops with ``REPEATED_CALL``. None: no bound."""
+    max_repeated_errors: int | None = 5
+    """Turns in a row whose calls all fail with the same error (same tool, same error text); then
+    the run stops with ``REPEATED_ERROR``. Any other outcome starts the count again. None: no bound."""
+    max_empty_responses: int = 2
+    """Answers with no text and no tool call the loop goes on after (a paused turn, a structured
+    answer asked again); one more in a row stops the run with ``EMPTY_RESPONSE``."""
+    retry_cut_calls: bool = True
+    """When the output limit cuts a response while it writes a tool call (the call is never run),
+    ask once more with twice the request's ``ModelSettings.max_tokens``. Without a ``max_tokens``
+    of the run's own, or on a second cut, the run stops with ``MAX_TOKENS``."""
 
     def __post_init__(self) -> None:
         require_count(self.max_turns, "Limits(max_turns=...)", 1)
@@ -52,6 +65,10 @@ class Limits:
         require_seconds(self.timeout, "Limits(timeout=...)")
         require_seconds(self.tool_timeout, "Limits(tool_timeout=...)")
         require(self.final_answer_on_limit, bool, "Limits(final_answer_on_limit=...)", "pass True or False")
+        require_count(self.max_repeats, "Limits(max_repeats=...)", 1, optional=True)
+        require_count(self.max_repeated_errors, "Limits(max_repeated_errors=...)", 1, optional=True)
+        require_count(self.max_empty_responses, "Limits(max_empty_responses=...)", 0)
+        require(self.retry_cut_calls, bool, "Limits(retry_cut_calls=...)", "pass True or False")
         if self.max_cost is not None:
             object.__setattr__(self, "max_cost", _dollars(self.max_cost))
 

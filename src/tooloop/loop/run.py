@@ -35,7 +35,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
-from ..models.base import ModelRequest, ToolChoice
+from ..models.base import ModelRequest, ModelSettings, ToolChoice
 from ..models.payloads import listen
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
@@ -48,6 +48,7 @@ from .channel import EventChannel
 from .config import RunConfig, SessionSource
 from .contract import checked, pending_response
 from .control import StepContext, call_hook
+from .guards import Guards, cut_off, grown_max_tokens
 from .limits import budget_spent, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
 from .record import Journal, Recorder
@@ -117,6 +118,7 @@ class Run:
         self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
         self.watch: Watch | None = None
         self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
+        self.guards = Guards(config.limits)
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -361,18 +363,33 @@ class Run:
             return
         await self._list_tools()
         response = await self._request_model("auto")
+        if cut_off(response):
+            response = await self._retry_cut(response)
         if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
             response = await self._review(response)
         await self._take_response(response)
 
-    async def _request_model(self, tool_choice: ToolChoice) -> ModelResponse:
+    async def _retry_cut(self, response: ModelResponse) -> ModelResponse:
+        """A response cut off while writing a tool call, asked once more with a larger ``max_tokens``
+        when ``Limits.retry_cut_calls`` allows it (its calls never run either way)."""
+        limits, settings = self.config.limits, self.config.settings
+        grown = grown_max_tokens(settings.max_tokens)
+        if not limits.retry_cut_calls or grown is None:
+            return response
+        if limit_reached(limits, self.iteration, self.record.usage, self._last_cost) is not None:
+            return response
+        if self.watch is not None:
+            self.watch.retrying(self.iteration, f"a tool call was cut off by the output limit; max_tokens={grown}")
+        return await self._request_model("auto", replace(settings, max_tokens=grown))
+
+    async def _request_model(self, tool_choice: ToolChoice, settings: ModelSettings | None = None) -> ModelResponse:
         """Send the shaped conversation; on a context overflow, once more with a smaller one."""
         self.iteration += 1
         record = self.record
         request = self._request = ModelRequest(
             await self.shaper.messages(record.transcript),
             self._tool_defs,
-            settings=self.config.settings,
+            settings=settings or self.config.settings,
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
         )
@@ -447,8 +464,11 @@ class Run:
         return response
 
     async def _take_response(self, response: ModelResponse) -> None:
+        empty_again = self.guards.empty(response)
         if not response.tool_calls:
             reason = await self.answers.take(response, may_retry=self.stop_reason is None)
+            if reason is None and empty_again:
+                reason = StopReason.EMPTY_RESPONSE
             if reason is not None:
                 self._stop(reason)
             return
@@ -456,11 +476,18 @@ class Run:
         batch_id = f"{response.tool_calls[0].id}@{len(self.record.transcript)}"
         batch = self._batch_context()
         slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
-        flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL)
+        flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or cut_off(response)
         if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.usage):
             await self._refuse_batch(slots, response)
             return
+        repeated = self.guards.repeated(response.tool_calls)
+        if repeated is not None:
+            self._stop(StopReason.REPEATED_CALL)
+            await self._refuse_batch(slots, response, repeated)
+            return
         await self._settle(slots, batch)
+        if self.guards.errors_repeated(s.outcome for s in slots if s.outcome is not None):
+            self._stop(StopReason.REPEATED_ERROR)
 
     async def _final_answer(self) -> None:
         """After a limit stopped the run: one more request without tools, for an answer."""
@@ -545,11 +572,13 @@ class Run:
             self.pending = tuple(waiting)
             self._stop(StopReason.APPROVAL_REQUIRED)
 
-    async def _refuse_batch(self, slots: list[Slot], response: ModelResponse) -> None:
+    async def _refuse_batch(self, slots: list[Slot], response: ModelResponse, why: str | None = None) -> None:
         """Record calls that must not run (cut off by the output limit, or the run is stopping)."""
-        error, reason = not_run(self.stop_reason, response)
+        error, reason = not_run(self.stop_reason, response, why)
+        cut = reason is StopReason.MAX_TOKENS
         for slot in slots:
-            if slot.outcome is None:
+            # arguments cut off by the output limit are that, not "invalid JSON"
+            if slot.outcome is None or (cut and slot.outcome.raw_arguments is not None):
                 slot.finish(ToolCallStatus.CANCELLED, error=error)
         self._batch = slots
         try:

@@ -28,6 +28,7 @@ from ..tools.tool import Tool, ToolContext
 from .approval import Approver
 from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
+from .guards import cut_off
 from .limits import Limits
 from .observe import Watch
 from .record import Recorder, request_usage
@@ -448,15 +449,17 @@ def _finish_ok(slot: Slot, result: Any) -> None:
     slot.finish(ToolCallStatus.OK, result=result)
 
 
-def not_run(stopping: StopReason | None, response: ModelResponse) -> tuple[ToolError, StopReason]:
+def not_run(
+    stopping: StopReason | None, response: ModelResponse, why: str | None = None
+) -> tuple[ToolError, StopReason]:
     """Why the calls of ``response`` must not run, and the run's stop reason.
 
-    ``stopping`` is the reason the run is already stopping; otherwise the response was cut off,
-    flagged, or the token budget is used up.
+    ``stopping`` is the reason the run is already stopping (``why``, when given, says more);
+    otherwise the response was cut off, flagged, or the token budget is used up.
     """
     if stopping is not None:
-        return ToolError("not run: the run was stopped"), stopping
-    if response.stop_reason is StopReason.MAX_TOKENS:
+        return ToolError(why or "not run: the run was stopped"), stopping
+    if response.stop_reason is StopReason.MAX_TOKENS or cut_off(response):
         error = ToolError("not run: the response hit the output token limit and its arguments may be cut off")
         return error, StopReason.MAX_TOKENS
     if response.stop_reason is StopReason.REFUSAL:

@@ -1,0 +1,127 @@
+"""Runaway guards: a run that repeats itself is stopped, with a reason the user can act on.
+
+Three patterns burn tokens without progress: the model asking for the same call again and again,
+the same error coming back turn after turn, and answers with nothing in them. A fourth wastes a
+turn and risks running a half-written call: a response cut off by the output limit while it was
+writing a tool call. :class:`Guards` keeps the counts of one run; the bounds are in
+:class:`~tooloop.loop.limits.Limits`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage, ToolCallStatus
+from .limits import Limits
+
+__all__ = ["Guards", "call_key", "cut_off", "grown_max_tokens", "unfinished_json"]
+
+
+class Guards:
+    """The counts behind the runaway guards of one run."""
+
+    __slots__ = ("_calls", "_empty", "_error", "_errors", "limits")
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._calls: dict[tuple[str, str], int] = {}
+        self._error: tuple[str, str] | None = None
+        self._errors = 0
+        self._empty = 0
+
+    def repeated(self, calls: Sequence[ToolCall]) -> str | None:
+        """Why this batch must not run because a call was already made ``max_repeats`` times, or None.
+
+        The calls that do run are counted; a batch that is refused counts nothing.
+        """
+        bound = self.limits.max_repeats
+        if bound is None:
+            return None
+        keys = [call_key(call) for call in calls]
+        seen = dict(self._calls)
+        for call, key in zip(calls, keys, strict=True):
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > bound:
+                return (
+                    f"not run: {call.name} was already called {bound} times in this run with the same "
+                    f"arguments (Limits.max_repeats={bound})"
+                )
+        self._calls = seen
+        return None
+
+    def errors_repeated(self, outcomes: Iterable[ToolCallMessage]) -> bool:
+        """Count batches in a row whose calls all failed with one and the same error (same tool, same
+        error text); True once ``max_repeated_errors`` batches did."""
+        signatures = {
+            (o.tool_name, o.content) if o.status is ToolCallStatus.ERROR else None for o in outcomes
+        }
+        signature = signatures.pop() if len(signatures) == 1 else None
+        if signature is None:
+            self._error, self._errors = None, 0
+            return False
+        self._errors = self._errors + 1 if signature == self._error else 1
+        self._error = signature
+        bound = self.limits.max_repeated_errors
+        return bound is not None and self._errors >= bound
+
+    def empty(self, response: ModelResponse) -> bool:
+        """Count answers with no text, no call and no refusal in a row; True once over the bound."""
+        if response.text.strip() or response.tool_calls or response.refusal:
+            self._empty = 0
+            return False
+        self._empty += 1
+        return self._empty > self.limits.max_empty_responses
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """The tool and its arguments in one canonical form: the same call written differently is equal."""
+    arguments: Any = call.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            return call.name, arguments
+    return call.name, json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def cut_off(response: ModelResponse) -> bool:
+    """True when the response was cut while writing a tool call: the output limit ended it, or the
+    last call's arguments are the beginning of a JSON value whose end never came (a server that
+    says ``tool_calls`` anyway)."""
+    if not response.tool_calls:
+        return False
+    if response.stop_reason is StopReason.MAX_TOKENS:
+        return True
+    last = response.tool_calls[-1].arguments
+    return isinstance(last, str) and unfinished_json(last)
+
+
+def unfinished_json(text: str) -> bool:
+    """True when ``text`` opens a JSON string, object or array it never closes."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return in_string or depth > 0
+
+
+def grown_max_tokens(current: int | None) -> int | None:
+    """The ``max_tokens`` of the one retry after a cut-off call: twice the request's own cap.
+
+    None when the request set none (the provider's own maximum applied: more is not possible).
+    """
+    return None if current is None else current * 2
