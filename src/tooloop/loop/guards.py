@@ -54,9 +54,7 @@ class Guards:
     def errors_repeated(self, outcomes: Iterable[ToolCallMessage]) -> bool:
         """Count batches in a row whose calls all failed with one and the same error (same tool, same
         error text); True once ``max_repeated_errors`` batches did."""
-        signatures = {
-            (o.tool_name, o.content) if o.status is ToolCallStatus.ERROR else None for o in outcomes
-        }
+        signatures = {(o.tool_name, o.content) if o.status is ToolCallStatus.ERROR else None for o in outcomes}
         signature = signatures.pop() if len(signatures) == 1 else None
         if signature is None:
             self._error, self._errors = None, 0
