@@ -7,7 +7,10 @@ and from their wire format; stores persist them through :mod:`tooloop.transcript
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import math
+import sys
+from array import array
+from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
@@ -28,6 +31,7 @@ __all__ = [
     "SystemMessage",
     "TextContent",
     "ThinkingPart",
+    "Tokens",
     "ToolCall",
     "ToolCallMessage",
     "ToolCallStatus",
@@ -278,6 +282,124 @@ def _add_cost(a: Usage, b: Usage) -> Decimal | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Tokens:
+    """The exact tokens of one model response, as the inference server reported them.
+
+    ``prompt`` holds the prompt's token ids and ``completion`` the sampled ones (32-bit ints,
+    native byte order); ``logprobs`` one 64-bit float per completion token, NaN where the server
+    gave none, or nothing at all when it gave no logprobs. Bytes, not a Python object per token:
+    a rollout holds tens of thousands. Read them with :attr:`prompt_ids`, :attr:`completion_ids`
+    and :attr:`completion_logprobs`; build one with :meth:`of`.
+
+    ``problem`` says why the tokens cannot be trusted (ids of the wrong length, none sent for a
+    request that asked for them); :class:`tooloop.rollouts.Trajectory` never trains on them then.
+    An empty ``prompt`` means the server sent no prompt ids.
+    """
+
+    prompt: bytes = b""
+    completion: bytes = b""
+    logprobs: bytes = b""
+    problem: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        prompt_ids: Iterable[int] = (),
+        completion_ids: Iterable[int] = (),
+        logprobs: Iterable[float | None] | None = None,
+        problem: str | None = None,
+    ) -> Tokens:
+        """Tokens from plain sequences; ``logprobs`` must have one item per completion id.
+
+        Raises ``ValueError`` for an id that is not an int in range or a logprob that is not a
+        number, and when ``logprobs`` has another length than ``completion_ids``.
+        """
+        prompt = _ids(prompt_ids, "prompt")
+        completion = _ids(completion_ids, "completion")
+        packed = b""
+        if logprobs is not None:
+            values = _floats(logprobs)
+            if len(values) != len(completion):
+                raise ValueError(f"{len(values)} logprobs for {len(completion)} completion ids")
+            if any(not math.isnan(v) for v in values):
+                packed = values.tobytes()
+        return cls(prompt.tobytes(), completion.tobytes(), packed, problem)
+
+    @property
+    def prompt_ids(self) -> array[int]:
+        """The prompt's token ids (a copy)."""
+        return _unpack("i", self.prompt)
+
+    @property
+    def completion_ids(self) -> array[int]:
+        """The sampled token ids (a copy)."""
+        return _unpack("i", self.completion)
+
+    @property
+    def completion_logprobs(self) -> list[float | None]:
+        """One log-probability per completion token, None where the server gave none."""
+        if not self.logprobs:
+            return [None] * (len(self.completion) // _INT_SIZE)
+        return [None if v != v else v for v in _unpack("d", self.logprobs)]
+
+    @property
+    def ok(self) -> bool:
+        """True when prompt and completion ids are there and nothing is wrong with them."""
+        return self.problem is None and bool(self.prompt) and bool(self.completion)
+
+    def __repr__(self) -> str:
+        count = len(self.completion) // _INT_SIZE
+        problem = f", problem={self.problem!r}" if self.problem is not None else ""
+        return f"Tokens(prompt={len(self.prompt) // _INT_SIZE} ids, completion={count} ids{problem})"
+
+
+_INT_SIZE = array("i").itemsize
+if _INT_SIZE != 4:  # pragma: no cover - every platform CPython supports today
+    raise ImportError("tooloop needs a 32-bit C int for token ids")
+
+
+def _ids(values: Iterable[int], what: str) -> array[int]:
+    try:
+        ids = values if isinstance(values, array) and values.typecode == "i" else array("i", values)
+    except (OverflowError, TypeError) as exc:
+        raise ValueError(f"{what} token ids must be ints from 0 to 2**31-1: {exc}") from None
+    if ids and min(ids) < 0:
+        raise ValueError(f"{what} token ids must be ints from 0 to 2**31-1, got {min(ids)}")
+    return ids
+
+
+def _floats(values: Iterable[float | None]) -> array[float]:
+    out = array("d")
+    for value in values:
+        if value is None:
+            out.append(math.nan)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(float(value))
+        else:
+            raise ValueError(f"a logprob must be a number or None, got {value!r}")
+    return out
+
+
+def _unpack(typecode: str, data: bytes) -> array[Any]:
+    values = array(typecode)
+    values.frombytes(data)
+    return values
+
+
+def little_endian(data: bytes, typecode: str) -> bytes:
+    """``data`` (values of ``typecode`` in native order) in little-endian order, for storage."""
+    if sys.byteorder == "little" or not data:
+        return data
+    values = _unpack(typecode, data)
+    values.byteswap()
+    return values.tobytes()
+
+
+native_order = little_endian
+"""The inverse of :func:`little_endian` (swapping twice is the identity)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ThinkingPart:
     """Model reasoning shown to the caller.
 
@@ -426,6 +548,8 @@ class AssistantMessage:
     response_id: str | None = field(default=None, compare=False)
     stop_sequence: str | None = None
     usage: Usage | None = field(default=None, compare=False)
+    tokens: Tokens | None = field(default=None, repr=False)
+    """The response's exact tokens, when the model was asked to capture them."""
     kind: ClassVar[Literal["assistant"]] = "assistant"
 
     def __post_init__(self) -> None:
@@ -469,6 +593,8 @@ class ToolCallMessage:
     parts: tuple[ContentPart, ...] = ()
     response_id: str | None = field(default=None, compare=False)
     usage: Usage | None = field(default=None, compare=False)
+    tokens: Tokens | None = field(default=None, repr=False)
+    """The exact tokens of the response that asked for this batch of calls (on its first call only)."""
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
 
     def __post_init__(self) -> None:
@@ -563,6 +689,8 @@ class ModelResponse:
     provider_data: Mapping[str, Any] = field(default_factory=dict)
     response_id: str | None = None
     stop_sequence: str | None = None
+    tokens: Tokens | None = field(default=None, repr=False)
+    """The exact prompt and completion tokens, when the adapter was asked to capture them."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_calls, tuple):

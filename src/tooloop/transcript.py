@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,10 +25,13 @@ from .messages import (
     SystemMessage,
     TextContent,
     ThinkingPart,
+    Tokens,
     ToolCallMessage,
     ToolCallStatus,
     Usage,
     UserMessage,
+    little_endian,
+    native_order,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +46,8 @@ __all__ = [
     "part_to_dict",
     "thinking_from_dict",
     "thinking_to_dict",
+    "tokens_from_dict",
+    "tokens_to_dict",
     "usage_from_dict",
     "usage_to_dict",
 ]
@@ -314,7 +321,58 @@ def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
         data["stop_sequence"] = message.stop_sequence
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
+    if message.tokens is not None:
+        data["tokens"] = tokens_to_dict(message.tokens)
     return data
+
+
+def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
+    """The JSON-compatible dict of a response's tokens: each array as base64 of its little-endian
+    bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 64-bit floats, NaN for none),
+    and ``problem`` when there is one. Compact: a Python object per token would not be."""
+    data: dict[str, Any] = {
+        "prompt": _b64(little_endian(tokens.prompt, "i")),
+        "completion": _b64(little_endian(tokens.completion, "i")),
+    }
+    if tokens.logprobs:
+        data["logprobs"] = _b64(little_endian(tokens.logprobs, "d"))
+    if tokens.problem is not None:
+        data["problem"] = tokens.problem
+    return data
+
+
+def tokens_from_dict(data: Mapping[str, Any]) -> Tokens:
+    """Read :func:`tokens_to_dict`'s form; ``ValueError`` when an array is not whole values."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"field 'tokens' must be an object, got {data!r}")
+    prompt = _unb64(data, "prompt", 4)
+    completion = _unb64(data, "completion", 4)
+    logprobs = _unb64(data, "logprobs", 8)
+    if logprobs and len(logprobs) // 8 != len(completion) // 4:
+        raise ValueError(f"{len(logprobs) // 8} logprobs for {len(completion) // 4} completion ids")
+    return Tokens(
+        native_order(prompt, "i"),
+        native_order(completion, "i"),
+        native_order(logprobs, "d"),
+        _optional_text(data, "problem"),
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(data: Mapping[str, Any], key: str, size: int) -> bytes:
+    text = data.get(key, "")
+    if not isinstance(text, str):
+        raise TypeError(f"tokens field {key!r} must be a base64 string, got {text!r}")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"tokens field {key!r} is not base64: {exc}") from None
+    if len(raw) % size:
+        raise ValueError(f"tokens field {key!r} holds {len(raw)} bytes, not whole {size}-byte values")
+    return raw
 
 
 def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
@@ -348,6 +406,8 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
         data["response_id"] = message.response_id
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
+    if message.tokens is not None:
+        data["tokens"] = tokens_to_dict(message.tokens)
     return data
 
 
@@ -476,6 +536,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             response_id=_optional_text(data, "response_id"),
             stop_sequence=_optional_text(data, "stop_sequence"),
             usage=_usage(data),
+            tokens=_tokens(data),
         )
     if kind == "tool_call":
         return _tool_call_from_dict(data)
@@ -501,7 +562,13 @@ def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
         parts=tuple(part_from_dict(p) for p in data.get("parts", ())),
         response_id=_optional_text(data, "response_id"),
         usage=_usage(data),
+        tokens=_tokens(data),
     )
+
+
+def _tokens(data: Mapping[str, Any]) -> Tokens | None:
+    value = data.get("tokens")
+    return None if value is None else tokens_from_dict(value)
 
 
 def _error_from(value: Any) -> tuple[RestoredToolError | None, str | None]:

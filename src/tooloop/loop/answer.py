@@ -25,6 +25,7 @@ def answer_message(response: ModelResponse) -> AssistantMessage:
         response_id=response.response_id,
         stop_sequence=response.stop_sequence,
         usage=request_usage(response.usage),
+        tokens=response.tokens,
     )
 
 

@@ -159,6 +159,7 @@ def _with_outcome(
         parts=parts,
         response_id=call.response_id,
         usage=call.usage,
+        tokens=call.tokens,
     )
 
 
@@ -190,6 +191,7 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
             provider_data=_merge_data(response.provider_data if index == 0 else EMPTY, call.provider_data or EMPTY),
             response_id=response.response_id if index == 0 else None,
             usage=request_usage(response.usage) if index == 0 else None,
+            tokens=response.tokens if index == 0 else None,
         )
         slot = Slot(template, batch.tools.get(call.name), batch.limits.max_tool_result_chars)
         if error is not None:

@@ -25,6 +25,8 @@ __all__ = [
     "ChunkChoice",
     "ChunkDelta",
     "ChunkFunction",
+    "ChunkLogprob",
+    "ChunkLogprobs",
     "ChunkShapeError",
     "ChunkToolCall",
     "ContentPart",
@@ -77,11 +79,29 @@ class ChunkDelta(msgspec.Struct, gc=False):
     reasoning_details: list[dict[str, Any]] | None = None
 
 
+class ChunkLogprob(msgspec.Struct, gc=False):
+    """The log-probability of one sampled token (``logprobs.content[]``); other fields are skipped."""
+
+    logprob: float | None = None
+
+
+class ChunkLogprobs(msgspec.Struct, gc=False):
+    """A choice's ``logprobs``: one entry per token of its delta."""
+
+    content: list[ChunkLogprob] | None = None
+
+
 class ChunkChoice(msgspec.Struct, gc=False):
-    """The first choice of a chunk (tooloop asks for one)."""
+    """The first choice of a chunk (tooloop asks for one).
+
+    ``token_ids`` (vLLM's ``return_token_ids``) and ``logprobs`` are read only when tokens are
+    captured; servers that send neither cost nothing more.
+    """
 
     delta: ChunkDelta | None = None
     finish_reason: str | None = None
+    token_ids: list[int] | None = None
+    logprobs: ChunkLogprobs | None = None
 
 
 class Chunk(msgspec.Struct, gc=False):
@@ -92,6 +112,8 @@ class Chunk(msgspec.Struct, gc=False):
     usage: dict[str, Any] | None = None
     model: str | None = None
     error: Any = None
+    prompt_token_ids: list[int] | None = None
+    """vLLM's prompt ids, on the first chunk of a stream that asked for token ids."""
 
 
 UNSET = msgspec.UNSET

@@ -46,7 +46,8 @@ from ..payloads import listening
 from .chunks import ChunkShapeError
 from .request import ChatRequest
 from .response import parse_completion
-from .stream import ChatClient, ChatStreamReader
+from .stream import CapturingStreamReader, ChatClient, ChatStreamReader
+from .tokens import TokenServer, capture_fields, check_token_server, with_tokens
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -75,6 +76,8 @@ _OPTIONS = frozenset(
         "reasoning_field",
         "transport",
         "max_connections",
+        "capture_tokens",
+        "token_server",
     }
 )
 _CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers", "max_connections")
@@ -97,7 +100,10 @@ def create(
     ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
     ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
     ``tool_id_max_length`` and ``reasoning_field``, ``max_connections`` (the pool's cap, default
-    1000 as the SDK's), and ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring).
+    1000 as the SDK's), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring),
+    and ``capture_tokens`` (ask the server for the exact prompt and sampled token ids and their
+    logprobs, kept on each response: docs/rollouts.md) with ``token_server`` (``"vllm"``, the
+    default, or ``"sglang"``: whose request fields and response shapes to use).
     """
     return build(model_name, provider, base_url, api_key, settings, options)
 
@@ -231,8 +237,15 @@ class OpenAIChatModel(ProviderModel):
         tool_id_max_length: int | None = None,
         reasoning_field: str | None = None,
         path: str = PATH,
+        capture_tokens: bool = False,
+        token_server: TokenServer = "vllm",
     ) -> None:
         self._path = path
+        if not isinstance(capture_tokens, bool):
+            raise ConfigurationError(f"capture_tokens must be True or False, not {capture_tokens!r}")
+        server = check_token_server(token_server)
+        self._capture: dict[str, Any] | None = capture_fields(server) if capture_tokens else None
+        self._plain_only = capture_tokens and server == "sglang"  # SGLang refuses prompt ids on a stream
         self._request = ChatRequest(
             model_name,
             provider,
@@ -268,9 +281,28 @@ class OpenAIChatModel(ProviderModel):
     ) -> Awaitable[ModelResponse]:
         # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
         # waiting conversation (and for the stream, no reference to the body kept here).
+        if self._capture is not None:
+            return self._send_capturing(request, settings, stream and not self._plain_only, on_event)
         if stream:
             return self._stream(self._request.body(request, settings), on_event)
         return self._plain(self._request.body(request, settings))
+
+    async def _send_capturing(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        """:meth:`_send` asking the server for the exact tokens, and reading them into the response."""
+        assert self._capture is not None
+        body = self._request.body(request, settings)
+        for name, value in self._capture.items():
+            body.setdefault(name, value)
+        if stream:
+            return await self._stream(body, on_event, CapturingStreamReader)
+        self._sent(body)
+        payload = self._channel.encode(body)
+        del body
+        data = await self._channel.post_json(self._path, payload)
+        self._received(data)
+        return with_tokens(parse_completion(data, self.provider), data)
 
     async def _plain(self, body: dict[str, Any]) -> ModelResponse:
         self._sent(body)
@@ -283,7 +315,12 @@ class OpenAIChatModel(ProviderModel):
         self._received(data)
         return parse_completion(data, self.provider)
 
-    async def _stream(self, body: dict[str, Any], on_event: EventHandler | None) -> ModelResponse:
+    async def _stream(
+        self,
+        body: dict[str, Any],
+        on_event: EventHandler | None,
+        reader_type: type[ChatStreamReader] = ChatStreamReader,
+    ) -> ModelResponse:
         body["stream"] = True
         if self._stream_usage:
             body["stream_options"] = {"include_usage": True}
@@ -291,7 +328,7 @@ class OpenAIChatModel(ProviderModel):
         payload = self._channel.encode(body)
         del body  # as in _plain: nothing of the request is kept while the answer streams
         chunks = await self._channel.post_stream(self._path, payload)
-        reader = ChatStreamReader(self.provider, on_event)
+        reader = reader_type(self.provider, on_event)
         try:
             if not listening():
                 await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..._deadline import deadline
@@ -21,8 +22,9 @@ from ...transport.sse import SSEDecoder
 from .chunks import UNSET, Chunk, ChunkDelta, ChunkFunction, ChunkToolCall, ContentPart, chunk_from, decode, decode_each
 from .reasoning import Details, details_text, part_fields, thinking_text
 from .response import build_response, intact
+from .tokens import StreamTokens
 
-__all__ = ["ChatClient", "ChatStreamReader", "SSEChunks"]
+__all__ = ["CapturingStreamReader", "ChatClient", "ChatStreamReader", "SSEChunks"]
 
 _DRAIN_SECONDS = 0.5
 
@@ -547,3 +549,24 @@ class ChatClient(Client):
     async def post_stream(self, path: str, body: Any) -> SSEChunks:
         """Send an encoded body asking for a stream; its chunks."""
         return SSEChunks(await self.post(path, body))
+
+
+class CapturingStreamReader(ChatStreamReader):
+    """A :class:`ChatStreamReader` that also gathers the stream's token ids and logprobs
+    (:mod:`.tokens`); the plain reader never looks at them."""
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, provider: str, on_event: EventHandler | None = None) -> None:
+        super().__init__(provider, on_event)
+        self._tokens = StreamTokens()
+
+    def _walk(self, chunks: Iterable[Chunk]) -> None:
+        chunks = chunks if type(chunks) is list else list(chunks)
+        super()._walk(chunks)
+        self._tokens.take(chunks)
+
+    def result(self, *, done: bool = False) -> ModelResponse:
+        """The complete response, with the tokens of the whole stream."""
+        response = super().result(done=done)
+        return replace(response, tokens=self._tokens.tokens(response))
