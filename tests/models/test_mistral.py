@@ -22,7 +22,7 @@ from tests.support.wire import Reply, WireServer, json_reply, sse_reply
 from tooloop import Agent, StopReason
 from tooloop.errors import ConfigurationError
 from tooloop.events import ModelEvent, TextDelta, ThinkingDelta
-from tooloop.messages import AssistantMessage, ThinkingPart, ToolCall, UserMessage
+from tooloop.messages import AssistantMessage, ThinkingPart, ToolCall, ToolCallMessage, UserMessage
 from tooloop.models import Model, ModelRequest, get_model
 
 MODEL = "magistral-medium-2509"
@@ -275,6 +275,48 @@ async def test_a_tool_call_without_thinking_goes_back_with_plain_content(
         ToolCall("D681PevKs", "get_weather", '{"city": "Paris"}')
     ]
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_tool_call_ids_of_other_providers_go_to_mistral_as_nine_letters_and_digits(
+    wire: WireServer, mistral: Callable[..., Model], transport: str
+) -> None:
+    # Mistral answers 400 "Tool call id was ... but must be a-z, A-Z, 0-9, with a length of 9".
+    wire.queue(json_reply(completion({"content": "Both done."})))
+    foreign = ("call_PTLP8xhu3uwZk4l3nlnrrJha", "toolu_01A09q90qw90lq917835lq9", "turn1_0")
+    history = [
+        UserMessage("Weather in three cities?"),
+        *(
+            ToolCallMessage(
+                tool_name="get_weather",
+                tool_call_id=call_id,
+                arguments={"city": city},
+                content=f"18C in {city}",
+                batch_id="b1",
+            )
+            for call_id, city in zip(foreign, ("Paris", "Oslo", "Rome"), strict=True)
+        ),
+        ToolCallMessage(
+            tool_name="get_weather",
+            tool_call_id="D681PevKs",
+            arguments={"city": "Lyon"},
+            content="20C in Lyon",
+            batch_id="b2",
+        ),
+    ]
+    await mistral(transport).respond(ModelRequest(history))
+    messages = wire.requests[0].json["messages"]
+    calls = [c["id"] for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
+    results = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert all(len(i) == 9 and i.isascii() and i.isalnum() for i in calls)
+    assert calls == results and len(set(calls)) == 4
+    assert calls[3] == "D681PevKs"  # an id Mistral made goes back as it came
+    assert [m["content"] for m in messages if m["role"] == "tool"] == [
+        "18C in Paris",
+        "18C in Oslo",
+        "18C in Rome",
+        "20C in Lyon",
+    ]
 
 
 async def test_mistral_models_need_their_key_and_go_to_mistral(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,9 +7,9 @@ The rules (documented in docs/providers.md, "Switching providers mid-conversatio
 * Tool-call ids: an id goes back unchanged unless the target's rule requires a rewrite.
   :class:`IdMapper` rewrites an id that breaks the rule to a deterministic, collision-free id
   that keeps it, and uses the same rewrite for the call and its result (OpenAI's Chat
-  Completions: 40 characters of ``a-zA-Z0-9_-``, compatible servers: no rule; Responses and
-  Anthropic: 64). Gemini gets only the ids it made itself; other calls go without an id and are
-  matched to their results by order and name.
+  Completions: 40 characters of ``a-zA-Z0-9_-``, Mistral: exactly 9 of ``a-zA-Z0-9``,
+  compatible servers: no rule; Responses and Anthropic: 64). Gemini gets only the ids it made
+  itself; other calls go without an id and are matched to their results by order and name.
 * Thinking: a part signed by provider X (``ThinkingPart.provider == X``) goes back only to X.
   For any other provider it is dropped: reasoning is the model's scratchpad, and a foreign
   signature would be rejected. Unsigned thinking from another provider is dropped too.
@@ -81,16 +81,20 @@ def own_thinking(parts: Sequence[ThinkingPart], provider: str) -> tuple[Thinking
 class IdMapper:
     """Rewrites tool-call ids that break a provider's rule, the same way for a call and its result.
 
-    ``pattern`` is the allowed charset as a regex character class body and ``max_length`` the
-    longest id the provider takes. Valid ids pass through unchanged; others become a readable
-    prefix of their allowed characters plus a short hash of the original, so distinct ids stay
-    distinct.
+    ``allowed`` is the allowed charset as a regex character class body, ``max_length`` the
+    longest id the provider takes and ``min_length`` the shortest. Valid ids pass through
+    unchanged; others become a readable prefix of their allowed characters plus a short hash of
+    the original, so distinct ids stay distinct (with no room for a prefix, the hash alone: it
+    is hexadecimal, so any alphanumeric charset takes it).
     """
 
-    def __init__(self, allowed: str = "a-zA-Z0-9_-", max_length: int = 64, prefix: str = "call_"):
-        self._valid = re.compile(f"^[{allowed}]{{1,{max_length}}}$")
+    def __init__(
+        self, allowed: str = "a-zA-Z0-9_-", max_length: int = 64, prefix: str = "call_", *, min_length: int = 1
+    ):
+        self._valid = re.compile(f"^[{allowed}]{{{min_length},{max_length}}}$")
         self._strip = re.compile(f"[^{allowed}]")
         self._max = max_length
+        self._min = min_length
         self._prefix = prefix
         self._seen: dict[str, str] = {}
 
@@ -101,9 +105,12 @@ class IdMapper:
         if self._valid.match(original):
             mapped = original
         else:
-            digest = hashlib.sha256(original.encode()).hexdigest()[:12]
+            digest = hashlib.sha256(original.encode()).hexdigest()[: max(12, self._min)]
             readable = self._strip.sub("", original)[: max(0, self._max - len(self._prefix) - 13)]
-            mapped = f"{self._prefix}{readable}_{digest}" if readable else f"{self._prefix}{digest}"
+            if len(self._prefix) + len(digest[: self._min]) > self._max:
+                mapped = digest
+            else:
+                mapped = f"{self._prefix}{readable}_{digest}" if readable else f"{self._prefix}{digest}"
             mapped = mapped[: self._max]
         self._seen[original] = mapped
         return mapped

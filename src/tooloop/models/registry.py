@@ -134,7 +134,12 @@ _PROVIDERS: dict[str, _Provider] = {
     ),
     "mistral": _Provider(
         _OPENAI_CHAT,
-        {"base_url": "https://api.mistral.ai/v1", "api_key_env": "MISTRAL_API_KEY", "reasoning_field": "content"},
+        {
+            "base_url": "https://api.mistral.ai/v1",
+            "api_key_env": "MISTRAL_API_KEY",
+            "reasoning_field": "content",
+            "tool_id_length": 9,
+        },
     ),
     "snowflake": _Provider(
         _OPENAI_CHAT,
@@ -168,7 +173,7 @@ def register_provider(
     ``factory`` is a callable or an import path ``"package.module:function"`` imported on first use.
     ``defaults`` are passed to it for every model of this provider (an explicit option wins):
     the factory's own options, e.g. the Chat Completions quirks ``max_tokens_field``,
-    ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``, ``api_key_env``,
+    ``raw_invalid_arguments``, ``tool_id_max_length``, ``tool_id_length``, ``reasoning_field``, ``api_key_env``,
     and the registry's ``base_url``, ``base_url_env`` and ``host_env`` (see docs/providers.md).
     ``models`` names models worth listing (``tooloop models`` shows them).
     """

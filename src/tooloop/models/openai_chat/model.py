@@ -14,7 +14,8 @@ The body is built by :mod:`.request`, a plain answer read by :mod:`.response`, a
 
 What differs between servers on the request side is a named option with a per-provider default
 in the registry (``register_provider(name, factory, **defaults)`` sets them for a new server):
-``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_length``, ``reasoning_field``.
+``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_length``, ``tool_id_length``,
+``reasoning_field``.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ _OPTIONS = frozenset(
         "client",
         "raw_invalid_arguments",
         "tool_id_max_length",
+        "tool_id_length",
         "reasoning_field",
         "transport",
         "max_connections",
@@ -99,7 +101,8 @@ def create(
     :data:`~tooloop.models.adapter.DEFAULT_TIMEOUT`), ``native_output``, ``system_role``,
     ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
     ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
-    ``tool_id_max_length`` and ``reasoning_field``, ``max_connections`` (the pool's cap, default
+    ``tool_id_max_length``, ``tool_id_length`` (ids of exactly that many letters and digits, as
+    Mistral requires) and ``reasoning_field``, ``max_connections`` (the pool's cap, default
     1000 as the SDK's), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring),
     and ``capture_tokens`` (ask the server for the exact prompt and sampled token ids and their
     logprobs, kept on each response: docs/rollouts.md) with ``token_server`` (``"vllm"``, the
@@ -235,6 +238,7 @@ class OpenAIChatModel(ProviderModel):
         stream_usage: bool = True,
         raw_invalid_arguments: bool = False,
         tool_id_max_length: int | None = None,
+        tool_id_length: int | None = None,
         reasoning_field: str | None = None,
         path: str = PATH,
         capture_tokens: bool = False,
@@ -254,6 +258,7 @@ class OpenAIChatModel(ProviderModel):
             max_tokens_field=max_tokens_field,
             raw_invalid_arguments=raw_invalid_arguments,
             tool_id_max_length=tool_id_max_length,
+            tool_id_length=tool_id_length,
             reasoning_field=reasoning_field,
         )
         channel: ChatClient | SdkChannel

@@ -49,6 +49,7 @@ class ChatRequest:
         max_tokens_field: str = "max_tokens",
         raw_invalid_arguments: bool = False,
         tool_id_max_length: int | None = None,
+        tool_id_length: int | None = None,
         reasoning_field: str | None = None,
     ) -> None:
         if system_role not in ("system", "developer"):
@@ -64,6 +65,7 @@ class ChatRequest:
         self._max_tokens_field = max_tokens_field
         self._raw_arguments = raw_invalid_arguments
         self._id_limit = tool_id_max_length
+        self._id_length = tool_id_length
         self._reasoning_field = reasoning_field
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
@@ -100,7 +102,11 @@ class ChatRequest:
         return self._tools_out
 
     def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        ids: Callable[[str], str] = IdMapper(max_length=self._id_limit) if self._id_limit else str
+        ids: Callable[[str], str] = str
+        if self._id_length:  # Mistral's rule: exactly this many letters and digits
+            ids = IdMapper("a-zA-Z0-9", self._id_length, "", min_length=self._id_length)
+        elif self._id_limit:
+            ids = IdMapper(max_length=self._id_limit)
         out: list[dict[str, Any]] = []
         for item in turns(messages):
             out.extend(self._turn(item, ids))
