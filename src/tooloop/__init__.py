@@ -42,6 +42,7 @@ from .errors import (
     ToolSourceError,
     ToolTimeoutError,
     UnknownToolError,
+    UnsupportedContentError,
     UserError,
 )
 from .events import (
@@ -69,6 +70,7 @@ from .messages import (
     AssistantMessage,
     AudioContent,
     ContentPart,
+    DocumentContent,
     EmbeddedResource,
     ImageContent,
     Message,
@@ -84,6 +86,7 @@ from .messages import (
     ToolOutput,
     Usage,
     UserMessage,
+    UserPart,
 )
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
 from .models.registry import (
@@ -134,6 +137,7 @@ __all__ = [
     "ContextPolicy",
     "Conversation",
     "CorruptDataError",
+    "DocumentContent",
     "EmbeddedResource",
     "Event",
     "EventStream",
@@ -198,9 +202,11 @@ __all__ = [
     "ToolloopError",
     "Transcript",
     "UnknownToolError",
+    "UnsupportedContentError",
     "Usage",
     "UserError",
     "UserMessage",
+    "UserPart",
     "__version__",
     "get_model",
     "load_agent",

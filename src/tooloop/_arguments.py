@@ -16,17 +16,33 @@ from .loop.cancel import CancelToken
 from .loop.control import Hooks
 from .loop.limits import Limits
 from .loop.result import ApprovalDecision
-from .messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
+from .messages import (
+    AssistantMessage,
+    AudioContent,
+    DocumentContent,
+    ImageContent,
+    Message,
+    SystemMessage,
+    TextContent,
+    ToolCallMessage,
+    UserMessage,
+    UserPart,
+)
 from .models.base import Model, ModelSettings
 from .models.registry import check_model_string
 from .store.base import Store
 from .tools.tool import Tool, as_tool
 
-__all__ = ["check_agent_options", "check_model", "check_run_arguments", "tool_list"]
+__all__ = ["check_agent_options", "check_model", "check_prompt", "check_run_arguments", "tool_list"]
 
 Approvals = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
 
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolCallMessage)
+_PART_TYPES = (TextContent, ImageContent, AudioContent, DocumentContent)
+_PROMPT_FIX = (
+    "pass the user's message as a string, a list of strings and content parts "
+    "(TextContent, ImageContent, AudioContent, DocumentContent), or None to continue the history"
+)
 
 
 def check_model(model: Any) -> None:
@@ -100,15 +116,51 @@ def check_run_arguments(
 ) -> tuple[tuple[Message, ...] | None, Approvals]:
     """The arguments of ``run()``, ``conversation()`` and ``stream()``; returns the history and the
     approvals, read once (either may be a one-shot iterator)."""
-    if prompt is not None:
-        require(prompt, str, "prompt", "pass the user's message as a string, or None to continue the history")
-        if not prompt.strip():
-            raise ArgumentValueError("prompt is an empty string; pass the user's message, or None to continue")
     if cancel is not None:
         require(cancel, CancelToken, "cancel", "pass a tooloop.CancelToken() and call token.cancel() to stop the run")
     _callable_or_none(approve, "approve", "pass a function taking an ApprovalRequest and returning True/False")
     check_session_id(session_id)
     return (None if history is None else _history(history)), _approvals(approvals)
+
+
+def check_prompt(prompt: Any) -> str | tuple[UserPart, ...] | None:
+    """A run's prompt: None, a non-empty string, or its content parts (strings become text parts)."""
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise ArgumentValueError("prompt is an empty string; pass the user's message, or None to continue")
+        return prompt
+    if isinstance(prompt, _PART_TYPES):
+        prompt = [prompt]
+    if isinstance(prompt, bytes | Mapping) or not isinstance(prompt, Iterable):
+        raise ArgumentTypeError(f"prompt got {describe(prompt)}; {_PROMPT_FIX}")
+    parts = tuple(_prompt_part(item, at) for at, item in enumerate(prompt))
+    if not any(not isinstance(p, TextContent) or p.text.strip() for p in parts):
+        raise ArgumentValueError("prompt has no content; give at least one non-empty text or an attachment")
+    return parts
+
+
+def _prompt_part(item: Any, at: int) -> UserPart:
+    if isinstance(item, str):
+        return TextContent(item)
+    if isinstance(item, _PART_TYPES):
+        if isinstance(item, ImageContent | AudioContent | DocumentContent):
+            _check_media(item, at)
+        return item
+    raise ArgumentTypeError(f"prompt[{at}] got {describe(item)}; {_PROMPT_FIX}")
+
+
+def _check_media(part: ImageContent | AudioContent | DocumentContent, at: int) -> None:
+    name = type(part).__name__
+    if not isinstance(part.data, str) or not part.data:
+        raise ArgumentTypeError(
+            f"prompt[{at}] is a {name} whose data is {describe(part.data)}; give the content as a base64 string"
+        )
+    if not isinstance(part.mime_type, str) or "/" not in part.mime_type:
+        raise ArgumentValueError(
+            f"prompt[{at}] is a {name} with mime_type {part.mime_type!r}; give a media type such as 'image/png'"
+        )
 
 
 def _callable_or_none(value: Any, param: str, fix: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, get_origin
 
-from ._arguments import check_agent_options, check_model, check_run_arguments, tool_list
+from ._arguments import check_agent_options, check_model, check_prompt, check_run_arguments, tool_list
 from ._checks import describe
 from .context.policy import ContextPolicy
 from .errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolloopError
@@ -24,8 +24,9 @@ from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
 from .loop.shaping import ContextShaper
 from .loop.syncstream import SyncEventStream
-from .messages import Message, StopReason, Usage
+from .messages import Message, Prompt, StopReason, Usage, UserMessage
 from .models.base import Model, ModelSettings
+from .models.inputs import check_prompt_inputs
 from .store.base import Store
 from .store.journal import SessionBinding, SessionLease, default_store_url
 from .tools.source import ToolSource
@@ -288,7 +289,7 @@ class Agent:
 
     def _run(
         self,
-        prompt: str | None,
+        prompt: Prompt | None,
         history: Iterable[Message] | None,
         approvals: Approvals,
         cancel: CancelToken | None,
@@ -298,11 +299,14 @@ class Agent:
         turn_id: str | None = None,
         deps: Any = None,
     ) -> Run:
+        prompt = check_prompt(prompt)
         history, approvals = check_run_arguments(prompt, history, approvals, cancel, approve, session_id)
         _check_deps(self._options.deps_type, deps)
         if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
             raise ArgumentValueError(f"turn_id must be a non-empty str (a stable id of this turn), got {turn_id!r}")
         config = self._resolved()
+        if isinstance(prompt, tuple):
+            check_prompt_inputs(config.model, [UserMessage.of(prompt)])
         if approve is not None:
             config = replace(config, approver=approve)
         session = None
@@ -352,7 +356,7 @@ class Agent:
 
     async def run(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Iterable[Message] | None = None,
         approvals: Approvals = (),
@@ -365,6 +369,9 @@ class Agent:
     ) -> RunResult:
         """Run the loop to the end and return the result.
 
+        ``prompt`` is the user's message: a string, or a list of strings and content parts in
+        order (``["What is in this picture?", ImageContent(data, "image/png")]``); an attachment the
+        model cannot take is refused here with :class:`~tooloop.errors.UnsupportedContentError`.
         ``history`` continues an earlier conversation (``result.transcript``). With ``prompt=None``
         the run continues from the history's tail: it runs calls decided in ``approvals`` (a run
         that stopped with ``APPROVAL_REQUIRED``), or interrupted calls, and then asks the model.
@@ -392,14 +399,14 @@ class Agent:
             )
         return run.result()
 
-    def run_sync(self, prompt: str | None = None, **kwargs: Any) -> RunResult:
+    def run_sync(self, prompt: Prompt | None = None, **kwargs: Any) -> RunResult:
         """:meth:`run` for code without an event loop."""
         if _loop_running():
             raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
         # outside the ``except`` of the check: errors of the run must not carry its RuntimeError as context
         return asyncio.run(self._run_once(prompt, **kwargs))
 
-    async def _run_once(self, prompt: str | None, **kwargs: Any) -> RunResult:
+    async def _run_once(self, prompt: Prompt | None, **kwargs: Any) -> RunResult:
         try:
             return await self.run(prompt, **kwargs)
         finally:
@@ -407,7 +414,7 @@ class Agent:
 
     def conversation(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Iterable[Message] | None = None,
         approvals: Approvals = (),
@@ -424,7 +431,7 @@ class Agent:
 
     def stream(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Iterable[Message] | None = None,
         approvals: Approvals = (),
@@ -441,7 +448,7 @@ class Agent:
 
     def stream_sync(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Iterable[Message] | None = None,
         approvals: Approvals = (),

@@ -6,7 +6,8 @@
     ├── UserError                      the developer must fix the code or configuration
     │   ├── ConfigurationError         unknown model string, bad setting, missing API key
     │   │   ├── ArgumentTypeError      a value of the wrong type (also a ``TypeError``)
-    │   │   └── ArgumentValueError     a value out of range or malformed (also a ``ValueError``)
+    │   │   ├── ArgumentValueError     a value out of range or malformed (also a ``ValueError``)
+    │   │   └── UnsupportedContentError  the model cannot take an attachment (audio, a document type...)
     │   ├── ModelContractError         a custom ``Model`` returned something the seam forbids
     │   └── ApprovalMismatchError      a decision does not match the call it claims to approve
     ├── RunError                       the run could not finish; carries ``transcript`` and ``usage``
@@ -86,6 +87,7 @@ __all__ = [
     "ToolTimeoutError",
     "ToolloopError",
     "UnknownToolError",
+    "UnsupportedContentError",
     "UserError",
 ]
 
@@ -117,6 +119,11 @@ class ArgumentTypeError(ConfigurationError, TypeError):
 
 class ArgumentValueError(ConfigurationError, ValueError):
     """A value given to tooloop is out of range or malformed; the message names the parameter and the fix."""
+
+
+class UnsupportedContentError(ConfigurationError):
+    """A user message holds content the model cannot take (audio for a model without audio input,
+    an image type the provider refuses...); raised before anything is sent."""
 
 
 class ModelContractError(UserError, TypeError):

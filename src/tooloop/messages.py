@@ -10,7 +10,7 @@ import enum
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
@@ -20,12 +20,14 @@ __all__ = [
     "AssistantMessage",
     "AudioContent",
     "ContentPart",
+    "DocumentContent",
     "EmbeddedResource",
     "FrozenDict",
     "FrozenList",
     "ImageContent",
     "Message",
     "ModelResponse",
+    "Prompt",
     "ResourceLink",
     "StopReason",
     "SystemMessage",
@@ -38,6 +40,7 @@ __all__ = [
     "ToolOutput",
     "Usage",
     "UserMessage",
+    "UserPart",
 ]
 
 
@@ -481,8 +484,27 @@ class EmbeddedResource:
     kind: ClassVar[Literal["resource"]] = "resource"
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentContent:
+    """A document in a user message: base64 ``data`` of type ``mime_type`` (``"application/pdf"``),
+    with the file ``name`` when it has one (providers show it to the model)."""
+
+    data: str
+    mime_type: str
+    name: str | None = None
+    kind: ClassVar[Literal["document"]] = "document"
+
+
 ContentPart: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 """One piece of a tool's outcome beyond plain text (MCP's content types)."""
+
+UserPart: TypeAlias = TextContent | ImageContent | AudioContent | DocumentContent
+"""One piece of a user message: text, an image, audio or a document."""
+
+Prompt: TypeAlias = str | Sequence[str | UserPart]
+"""What ``Agent.run()`` takes as the user's message: a text, or texts and content parts in order."""
+
+_USER_PART_TYPES = (TextContent, ImageContent, AudioContent, DocumentContent)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -513,16 +535,47 @@ class SystemMessage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """What the user said.
+    """What the user said: a text, or content ``parts`` (text, images, audio, documents) in order.
+
+    With ``parts``, ``text`` is their text parts joined by blank lines (``""`` when there is none),
+    so code that reads only text keeps working; give either the text or the parts.
 
     ``turn_id`` names the turn this prompt opened when the caller gave one
     (``run(prompt, session_id=..., turn_id=...)``): a prompt whose turn id is already in the session
     is not written again, so submitting a turn twice is safe. Providers never see it.
     """
 
-    text: str
+    text: str = ""
     turn_id: str | None = None
+    _: KW_ONLY
+    parts: tuple[UserPart, ...] = ()
     kind: ClassVar[Literal["user"]] = "user"
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            return
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
+        for part in self.parts:
+            if not isinstance(part, _USER_PART_TYPES):
+                raise TypeError(
+                    f"a user message part must be TextContent, ImageContent, AudioContent or DocumentContent, "
+                    f"not {type(part).__name__}"
+                )
+        text = "\n\n".join(part.text for part in self.parts if isinstance(part, TextContent))
+        if self.text and self.text != text:
+            raise ValueError("give a user message's text or its parts, not both (put the text in a TextContent part)")
+        object.__setattr__(self, "text", text)
+
+    @classmethod
+    def of(cls, prompt: str | tuple[UserPart, ...], turn_id: str | None = None) -> UserMessage:
+        """The message of a checked prompt: its text, or its parts."""
+        return cls(prompt, turn_id) if isinstance(prompt, str) else cls(turn_id=turn_id, parts=prompt)
+
+    @property
+    def attachments(self) -> tuple[ImageContent | AudioContent | DocumentContent, ...]:
+        """The parts that are not text (images, audio, documents), in order."""
+        return tuple(part for part in self.parts if not isinstance(part, TextContent))
 
 
 @dataclass(frozen=True, slots=True)

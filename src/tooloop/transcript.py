@@ -17,6 +17,7 @@ from .messages import (
     AssistantMessage,
     AudioContent,
     ContentPart,
+    DocumentContent,
     EmbeddedResource,
     ImageContent,
     Message,
@@ -30,6 +31,7 @@ from .messages import (
     ToolCallStatus,
     Usage,
     UserMessage,
+    UserPart,
     little_endian,
     native_order,
 )
@@ -291,9 +293,7 @@ def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
 def message_to_dict(message: Message) -> dict[str, Any]:
     """The JSON-compatible dict of one message (the unit a store writes)."""
     if isinstance(message, UserMessage):
-        if message.turn_id is not None:
-            return {"kind": "user", "text": message.text, "turn_id": message.turn_id}
-        return {"kind": "user", "text": message.text}
+        return _user_to_dict(message)
     if isinstance(message, SystemMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
@@ -301,6 +301,15 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, ToolCallMessage):
         return _tool_call_to_dict(message)
     raise TypeError(f"not a tooloop message: {message!r}")
+
+
+def _user_to_dict(message: UserMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": "user", "text": message.text}
+    if message.turn_id is not None:
+        data["turn_id"] = message.turn_id
+    if message.parts:
+        data["parts"] = [part_to_dict(p) for p in message.parts]
+    return data
 
 
 def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
@@ -459,7 +468,7 @@ def _usage(data: Mapping[str, Any]) -> Usage | None:
     return None if value is None else usage_from_dict(value)
 
 
-def part_to_dict(part: ContentPart) -> dict[str, Any]:
+def part_to_dict(part: ContentPart | DocumentContent) -> dict[str, Any]:
     """The JSON-compatible dict of a content part (``kind`` plus its fields that are set)."""
     data: dict[str, Any] = {"kind": part.kind}
     for name in part.__dataclass_fields__:
@@ -472,6 +481,9 @@ def part_to_dict(part: ContentPart) -> dict[str, Any]:
 _PART_TYPES: dict[str, type[ContentPart]] = {
     cls.kind: cls for cls in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 }
+_USER_PART_TYPES: dict[str, type[UserPart]] = {
+    cls.kind: cls for cls in (TextContent, ImageContent, AudioContent, DocumentContent)
+}
 
 
 def part_from_dict(data: Mapping[str, Any]) -> ContentPart:
@@ -481,6 +493,26 @@ def part_from_dict(data: Mapping[str, Any]) -> ContentPart:
     if cls is None:
         raise ValueError(f"unknown content part kind {kind!r}")
     return cls(**{k: v for k, v in data.items() if k != "kind"})
+
+
+def _user_part_from_dict(data: Mapping[str, Any]) -> UserPart:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"a user message part must be an object, got {data!r}")
+    kind = data["kind"]
+    cls = _USER_PART_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown user message part kind {kind!r}")
+    return cls(**{k: v for k, v in data.items() if k != "kind"})
+
+
+def _user_from_dict(data: Mapping[str, Any]) -> UserMessage:
+    turn_id = None if data.get("turn_id") is None else _text(data, "turn_id")
+    parts = data.get("parts")
+    if parts is None:  # sessions written before user messages had parts
+        return UserMessage(_text(data, "text"), turn_id)
+    if not isinstance(parts, list | tuple):
+        raise TypeError(f"field 'parts' must be a list, got {parts!r}")
+    return UserMessage(turn_id=turn_id, parts=tuple(_user_part_from_dict(p) for p in parts))
 
 
 def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
@@ -523,8 +555,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if kind == "system":
         return SystemMessage(_text(data, "text"))
     if kind == "user":
-        turn_id = data.get("turn_id")
-        return UserMessage(_text(data, "text"), None if turn_id is None else _text(data, "turn_id"))
+        return _user_from_dict(data)
     if kind == "assistant":
         return AssistantMessage(
             _text(data, "text", ""),

@@ -34,6 +34,7 @@ from ..messages import (
     ToolCallStatus,
     Usage,
     UserMessage,
+    UserPart,
 )
 from ..models.base import ModelRequest, ModelSettings, ToolChoice
 from ..models.payloads import listen
@@ -78,7 +79,7 @@ class Run:
         config: RunConfig,
         *,
         history: Sequence[Message] = (),
-        prompt: str | None = None,
+        prompt: str | tuple[UserPart, ...] | None = None,
         approvals: Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision] = (),
         token: CancelToken | None = None,
         journal: Journal | None = None,
@@ -246,7 +247,7 @@ class Run:
             self._check_priced()
         if self.token.cancelled and self._prompt is not None:
             # Cancelled before it began: the prompt is still kept (and journaled), unanswered.
-            self.record.append([UserMessage(self._prompt, self.turn_id)])
+            self.record.append([UserMessage.of(self._prompt, self.turn_id)])
             self._prompt = None
         return self._begin()
 
@@ -318,7 +319,7 @@ class Run:
             if self.stop_reason is not None:
                 return
         if self._prompt is not None:
-            await self.record.add(UserMessage(self._prompt, self.turn_id))
+            await self.record.add(UserMessage.of(self._prompt, self.turn_id))
         elif not transcript:
             raise ArgumentValueError(_NOTHING_TO_CONTINUE.format(session=self.session_id))
         elif not calls and (not transcript or isinstance(transcript[-1], AssistantMessage | SystemMessage)):

@@ -34,6 +34,7 @@ from ..transport.perloop import PerLoop
 from ._secrets import scrub
 from .base import ModelRequest, ModelSettings
 from .error_table import connection_error, provider_error, timeout_error
+from .inputs import ALL_INPUTS
 from .payloads import listening, report, tap
 
 __all__ = [
@@ -94,6 +95,8 @@ class ProviderModel(ClientModel, ABC):
     """Set on the SDK path: the SDK fallback's translation of its exceptions."""
     _unreadable: tuple[type[Exception], ...] = ()
     """A provider's own exceptions for an answer that is JSON but not what its API sends."""
+    input_kinds: frozenset[str] = ALL_INPUTS
+    """The attachment kinds this model takes in user messages (see :mod:`.inputs`)."""
 
     def _init_common(
         self,

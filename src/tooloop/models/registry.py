@@ -130,6 +130,7 @@ _PROVIDERS: dict[str, _Provider] = {
             "base_url": "https://api.deepseek.com",
             "api_key_env": "DEEPSEEK_API_KEY",
             "reasoning_field": "reasoning_content",
+            "input_kinds": (),
         },
     ),
     "mistral": _Provider(

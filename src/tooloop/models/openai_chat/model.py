@@ -21,7 +21,7 @@ in the registry (``register_provider(name, factory, **defaults)`` sets them for 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...errors import ConfigurationError, ProviderError
@@ -43,6 +43,7 @@ from ..adapter import (
     idle_timeout,
 )
 from ..base import ModelRequest, ModelSettings
+from ..inputs import ALL_INPUTS, check_input_kinds
 from ..payloads import listening
 from .chunks import ChunkShapeError
 from .request import ChatRequest
@@ -80,6 +81,7 @@ _OPTIONS = frozenset(
         "max_connections",
         "capture_tokens",
         "token_server",
+        "input_kinds",
     }
 )
 _CLIENT_OPTIONS = ("api_key_env", "api_key_optional", "max_retries", "timeout", "default_headers", "max_connections")
@@ -102,7 +104,9 @@ def create(
     ``max_tokens_field``, ``stream_usage``, ``default_headers``, ``client`` (your own
     ``AsyncOpenAI``), ``api_key_optional``, the server quirks ``raw_invalid_arguments``,
     ``tool_id_max_length``, ``tool_id_length`` (ids of exactly that many letters and digits, as
-    Mistral requires) and ``reasoning_field``, ``max_connections`` (the pool's cap, default
+    Mistral requires) and ``reasoning_field``, ``input_kinds`` (the attachments the model behind
+    the server takes: ``"image"``, ``"audio"``, ``"document"``; default all, none for DeepSeek),
+    ``max_connections`` (the pool's cap, default
     1000 as the SDK's), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring),
     and ``capture_tokens`` (ask the server for the exact prompt and sampled token ids and their
     logprobs, kept on each response: docs/rollouts.md) with ``token_server`` (``"vllm"``, the
@@ -240,6 +244,7 @@ class OpenAIChatModel(ProviderModel):
         tool_id_max_length: int | None = None,
         tool_id_length: int | None = None,
         reasoning_field: str | None = None,
+        input_kinds: Iterable[str] | None = None,
         path: str = PATH,
         capture_tokens: bool = False,
         token_server: TokenServer = "vllm",
@@ -260,7 +265,9 @@ class OpenAIChatModel(ProviderModel):
             tool_id_max_length=tool_id_max_length,
             tool_id_length=tool_id_length,
             reasoning_field=reasoning_field,
+            input_kinds=ALL_INPUTS if input_kinds is None else check_input_kinds(input_kinds),
         )
+        self.input_kinds = self._request.input_kinds
         channel: ChatClient | SdkChannel
         if lean is not None:
             channel = lean

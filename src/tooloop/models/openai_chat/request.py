@@ -16,15 +16,21 @@ from typing import Any, Literal, assert_never
 from ...errors import ConfigurationError
 from ...messages import (
     AssistantMessage,
+    AudioContent,
+    DocumentContent,
+    ImageContent,
     Message,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     ToolCallMessage,
     ToolCallStatus,
     UserMessage,
+    UserPart,
 )
 from ...outcome import for_model
 from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from ..inputs import ALL_INPUTS, data_url, file_name, kinds_text, refuse, wav_or_mp3
 from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
@@ -51,6 +57,7 @@ class ChatRequest:
         tool_id_max_length: int | None = None,
         tool_id_length: int | None = None,
         reasoning_field: str | None = None,
+        input_kinds: frozenset[str] = ALL_INPUTS,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ConfigurationError(f"system_role must be 'system' or 'developer', not {system_role!r}")
@@ -67,6 +74,7 @@ class ChatRequest:
         self._id_limit = tool_id_max_length
         self._id_length = tool_id_length
         self._reasoning_field = reasoning_field
+        self.input_kinds = input_kinds
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
 
@@ -116,13 +124,29 @@ class ChatRequest:
         if isinstance(item, ToolBatch):
             return self._batch(item, ids)
         if isinstance(item, UserMessage):
-            return [{"role": "user", "content": item.text}]
+            content = [self._part(part) for part in item.parts] if item.parts else item.text
+            return [{"role": "user", "content": content}]
         if isinstance(item, AssistantMessage):
             turn = {"role": "assistant", "content": _assistant_text(item)}
             return [self._with_reasoning(turn, item.thinking, item.provider_data)]
         if isinstance(item, SystemMessage):
             return [{"role": self._system_role, "content": item.text}]
         assert_never(item)
+
+    def _part(self, part: UserPart) -> dict[str, Any]:
+        """A user message's content part: ``text``, ``image_url``, ``input_audio`` or ``file``."""
+        if isinstance(part, TextContent):
+            return {"type": "text", "text": part.text}
+        label = f"{self.provider} model {self.model!r}"
+        if part.kind not in self.input_kinds:
+            raise refuse(part, label, kinds_text(self.input_kinds))
+        if isinstance(part, ImageContent):
+            return {"type": "image_url", "image_url": {"url": data_url(part)}}
+        if isinstance(part, AudioContent):
+            return {"type": "input_audio", "input_audio": {"data": part.data, "format": wav_or_mp3(part, label)}}
+        if isinstance(part, DocumentContent):
+            return {"type": "file", "file": {"filename": file_name(part), "file_data": data_url(part)}}
+        assert_never(part)
 
     def _batch(self, batch: ToolBatch, ids: Callable[[str], str]) -> list[dict[str, Any]]:
         """One assistant turn with its tool calls, then one ``tool`` message per call, in order.
