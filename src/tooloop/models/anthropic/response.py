@@ -43,6 +43,8 @@ def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
         data.get("model"),
         output_tool,
         stop_details=data.get("stop_details"),
+        response_id=data.get("id"),
+        stop_sequence=data.get("stop_sequence"),
     )
 
 
@@ -66,13 +68,16 @@ def assemble(
     output_tool: str | None = None,
     *,
     stop_details: Mapping[str, Any] | None = None,
+    response_id: Any = None,
+    stop_sequence: Any = None,
 ) -> ModelResponse:
     """Build the response from content blocks in the shape of a plain ``Message``.
 
     A ``tool_use`` block's ``input`` may be a dict (plain) or the streamed JSON text. A refusal's
     ``stop_details`` (category, explanation) stay on the message, under
     ``provider_data["anthropic"]["stop_details"]``, and the refusal text is the
-    model's text followed by the explanation.
+    model's text followed by the explanation. ``response_id`` and ``stop_sequence`` (set only when
+    a stop sequence ended the answer) are kept when they are strings.
     """
     texts: list[str] = []
     thinking: list[ThinkingPart] = []
@@ -104,6 +109,8 @@ def assemble(
         refusal=refusal,
         model=model,
         provider_data={PROVIDER: {"stop_details": dict(stop_details)}} if stop_details else {},
+        response_id=response_id if isinstance(response_id, str) and response_id else None,
+        stop_sequence=stop_sequence if isinstance(stop_sequence, str) else None,
     )
 
 

@@ -59,6 +59,8 @@ class _StreamState:
         self.stop_reason: str | None = None
         self.stop_details: Mapping[str, Any] | None = None
         self.model: str | None = None
+        self.response_id: Any = None
+        self.stop_sequence: Any = None
         self.stopped = False
 
     def start(self, data: Mapping[str, Any]) -> None:
@@ -104,17 +106,28 @@ class _StreamState:
     def message_start(self, data: Mapping[str, Any]) -> None:
         message = data.get("message") or {}
         self.model = message.get("model")
+        self.response_id = message.get("id")
         self.usage.update(message.get("usage") or {})
 
     def message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta") or {}
         self.stop_reason = delta.get("stop_reason") or self.stop_reason
         self.stop_details = delta.get("stop_details") or self.stop_details
+        self.stop_sequence = delta.get("stop_sequence") or self.stop_sequence
         self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
 
     def response(self, output_tool: str | None) -> ModelResponse:
         content = [self.blocks[index].finish() for index in sorted(self.blocks)]
-        return assemble(content, self.stop_reason, self.usage, self.model, output_tool, stop_details=self.stop_details)
+        return assemble(
+            content,
+            self.stop_reason,
+            self.usage,
+            self.model,
+            output_tool,
+            stop_details=self.stop_details,
+            response_id=self.response_id,
+            stop_sequence=self.stop_sequence,
+        )
 
 
 async def read_stream(

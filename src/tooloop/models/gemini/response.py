@@ -64,6 +64,7 @@ class Reader:
         self.finish_message: str | None = None
         self.block: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.response_id: str | None = None
 
     def _emit(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
         if self.on_event is not None:
@@ -82,6 +83,9 @@ class Reader:
         version = chunk.get("modelVersion")
         if version:
             self.model = version
+        response_id = chunk.get("responseId")
+        if response_id and isinstance(response_id, str):
+            self.response_id = response_id
         feedback = chunk.get("promptFeedback")
         if feedback and feedback.get("blockReason"):
             self.block = " ".join(filter(None, [feedback["blockReason"], feedback.get("blockReasonMessage")]))
@@ -165,6 +169,7 @@ class Reader:
             refusal=refusal,
             model=self.model,
             provider_data=self._provider_data(),
+            response_id=self.response_id,
         )
 
     def _provider_data(self) -> dict[str, Any]:

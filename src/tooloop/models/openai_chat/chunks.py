@@ -102,6 +102,8 @@ class ChunkChoice(msgspec.Struct, gc=False):
     finish_reason: str | None = None
     token_ids: list[int] | None = None
     logprobs: ChunkLogprobs | None = None
+    stop_reason: Any = None
+    """vLLM's: the stop string (or token id) that ended the answer."""
 
 
 class Chunk(msgspec.Struct, gc=False):
@@ -111,6 +113,7 @@ class Chunk(msgspec.Struct, gc=False):
     """``UNSET`` when the chunk has no ``choices`` at all (falsy, like an empty list)."""
     usage: dict[str, Any] | None = None
     model: str | None = None
+    id: str | None = None
     error: Any = None
     prompt_token_ids: list[int] | None = None
     """vLLM's prompt ids, on the first chunk of a stream that asked for token ids."""

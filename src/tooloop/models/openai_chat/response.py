@@ -66,11 +66,15 @@ def build_response(
     provider: str,
     signature: str | None = None,
     details: list[dict[str, Any]] | None = None,
+    response_id: str | None = None,
+    stop_sequence: Any = None,
 ) -> ModelResponse:
     """The neutral response for the parts of one answer, whichever path read them.
 
     ``signature`` signs the reasoning (a Mistral thinking chunk's); ``details`` are the answer's
     ``reasoning_details`` blocks, kept in ``provider_data[provider]`` to go back as they came.
+    ``stop_sequence`` is a choice's ``stop_reason`` (vLLM names the stop string that ended the
+    answer there), kept when the answer stopped normally and it is a string.
     """
     truncated = finish_reason == "length"
     tool_calls = _tool_calls(calls, truncated)
@@ -86,6 +90,8 @@ def build_response(
         refusal=intact(refusal) or None,
         model=model or None,
         provider_data={provider: {DETAILS: details}} if details else {},
+        response_id=response_id or None,
+        stop_sequence=stop_sequence if finish_reason == "stop" and isinstance(stop_sequence, str) else None,
     )
 
 
@@ -182,7 +188,13 @@ def _parse_completion(data: Any, provider: str) -> ModelResponse:
         provider=provider,
         signature=signature,
         details=details if isinstance(details, list) and details else None,
+        response_id=_text_or_none(data.get("id")),
+        stop_sequence=choice.get("stop_reason"),
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def raise_embedded_error(data: Mapping[str, Any], provider: str) -> None:

@@ -96,6 +96,7 @@ class ChatStreamReader:
         "_calls",
         "_finish_reason",
         "_held",
+        "_id",
         "_model",
         "_on_event",
         "_provider",
@@ -103,6 +104,7 @@ class ChatStreamReader:
         "_span",
         "_span_name",
         "_span_parts",
+        "_stop_sequence",
         "_text",
         "_usage",
     )
@@ -124,6 +126,8 @@ class ChatStreamReader:
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self._model: str | None = None
+        self._id: str | None = None
+        self._stop_sequence: Any = None
 
     def feed(self, chunk: Any) -> None:
         """Take one chunk decoded to JSON values (a dict), as the SDK hands them out."""
@@ -156,6 +160,8 @@ class ChatStreamReader:
             for chunk in chunks:
                 if not self._model:  # Azure's first chunk (prompt filter results) names no model
                     self._model = chunk.model
+                if not self._id:
+                    self._id = chunk.id
                 if chunk.usage:
                     self._usage = chunk.usage
                 choices = chunk.choices
@@ -168,6 +174,7 @@ class ChatStreamReader:
                     self._delta(choice.delta)
                 if choice.finish_reason:
                     self._finish_reason = choice.finish_reason
+                    self._stop_sequence = choice.stop_reason
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise self._unreadable(chunk) from exc
 
@@ -387,6 +394,8 @@ class ChatStreamReader:
             provider=self._provider,
             signature=rare.signature,
             details=rare.details.blocks() if rare.details is not None else None,
+            response_id=self._id,
+            stop_sequence=self._stop_sequence,
         )
 
 

@@ -52,6 +52,7 @@ def read(response: Response) -> ModelResponse:
         refusal="".join(refusal) or None,
         model=response.model,
         provider_data={PROVIDER: {"reasoning": reasoning}} if reasoning else {},
+        response_id=response.id or None,
     )
 
 
