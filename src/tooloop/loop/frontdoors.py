@@ -56,6 +56,22 @@ class Conversation(AsyncIterator[Message]):
         """The transcript so far."""
         return self._run.transcript
 
+    def steer(self, text: str) -> bool:
+        """Send a user message into the running run; safe from any task or thread.
+
+        The model sees it at the next safe boundary: after the current response and all its tool
+        results are recorded, before the next request. Sent while the model gives its final
+        answer, it starts another turn. It is recorded in the transcript in the order the model
+        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
+        ended: nothing was sent, start a new run with the text instead.
+        """
+        return self._run.steer(text)
+
+    @property
+    def undelivered(self) -> tuple[str, ...]:
+        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
+        return self._run.undelivered
+
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly, even while a tool hangs; the next step ends it as ``CANCELLED``."""
         self._run.token.cancel(reason)
@@ -148,6 +164,22 @@ class EventStream(AsyncIterator[Event]):
         # (and a tool that may hang) going forever.
         if self._task is not None and not self._task.done():
             self._run.token.cancel("the event stream was abandoned")
+
+    def steer(self, text: str) -> bool:
+        """Send a user message into the running run; safe from any task or thread.
+
+        The model sees it at the next safe boundary: after the current response and all its tool
+        results are recorded, before the next request. Sent while the model gives its final
+        answer, it starts another turn. It is recorded in the transcript in the order the model
+        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
+        ended: nothing was sent, start a new run with the text instead.
+        """
+        return self._run.steer(text)
+
+    @property
+    def undelivered(self) -> tuple[str, ...]:
+        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
+        return self._run.undelivered
 
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly; the stream ends with a ``RunFinished`` whose reason is ``CANCELLED``."""

@@ -56,6 +56,7 @@ from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
+from .steering import Inbox, check_steering
 from .step import StepRunner
 from .toolphase import (
     BatchContext,
@@ -120,6 +121,9 @@ class Run:
         self.watch: Watch | None = None
         self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
         self.guards = Guards(config.limits)
+        self.inbox = Inbox()
+        self.undelivered: tuple[str, ...] = ()
+        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -142,6 +146,23 @@ class Run:
     def usage(self) -> Usage:
         """The usage so far."""
         return self.record.usage
+
+    def steer(self, text: str) -> bool:
+        """Send a user message into the running run, from any task or thread.
+
+        It is recorded and shown to the model at the next safe boundary (before the next model
+        request, never between a call and its result); sent while the model gives its final
+        answer, it starts one more turn. False when the run has already ended (nothing was sent).
+        """
+        return self.inbox.put(check_steering(text))
+
+    async def _deliver_steering(self) -> None:
+        texts = self.inbox.take()
+        if texts:
+            await self.record.add(*(UserMessage(text) for text in texts))
+
+    def _end_inbox(self) -> None:
+        self.undelivered = self.inbox.close()
 
     def send_events_to(self, channel: EventChannel) -> None:
         """Send every event of the run to ``channel`` (the stream's)."""
@@ -166,6 +187,7 @@ class Run:
             raise
         finally:
             self._batch_view = None  # see finish()
+            self._end_inbox()
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
 
@@ -193,6 +215,7 @@ class Run:
                 # It points back at the run: without it, the run is freed as soon as it is dropped,
                 # not by the garbage collector (thousands of concurrent runs make that costly).
                 self._batch_view = None
+                self._end_inbox()
                 if session is not None:
                     await self._close_session(session)
         except BaseException as exc:
@@ -362,6 +385,7 @@ class Run:
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
                 await self._final_answer()
             return
+        await self._deliver_steering()
         await self._list_tools()
         response = await self._request_model("auto")
         if cut_off(response):
@@ -470,6 +494,8 @@ class Run:
             reason = await self.answers.take(response, may_retry=self.stop_reason is None)
             if reason is None and empty_again:
                 reason = StopReason.EMPTY_RESPONSE
+            if reason is StopReason.END_TURN and self.stop_reason is None and not self.inbox.close_if_empty():
+                return  # a message sent while the model answered: it starts the next turn
             if reason is not None:
                 self._stop(reason)
             return

@@ -1,0 +1,72 @@
+"""The inbox of a running run: user messages sent while it works (steering), from any task or thread.
+
+Messages wait here until the next safe boundary, the moment before the next model request: the
+previous response and every outcome of its tool calls are recorded by then, so a message never
+lands between a call and its result. A message that arrives while the model gives its final
+answer keeps the run going for one more turn instead of being dropped. When the run ends the
+inbox closes; what it still holds then (a run that stopped for approval, a limit, a
+cancellation) is handed back as undelivered.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .._checks import describe
+from ..errors import ArgumentTypeError, ArgumentValueError
+
+__all__ = ["Inbox", "check_steering"]
+
+
+def check_steering(text: object) -> str:
+    """``text`` when it is a non-empty string; a clear error otherwise."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"steer() takes the user's message as a str, got {describe(text)}")
+    if not text.strip():
+        raise ArgumentValueError("steer() got an empty message; pass what the user said")
+    return text
+
+
+class Inbox:
+    """Thread-safe queue of steering messages, closed once the run ends."""
+
+    __slots__ = ("_closed", "_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def put(self, text: str) -> bool:
+        """Queue ``text``; False when the run has already ended (nothing was queued)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._items.append(text)
+            return True
+
+    def take(self) -> list[str]:
+        """Every message waiting, in the order they came; the inbox is empty afterwards."""
+        with self._lock:
+            taken, self._items = self._items, []
+            return taken
+
+    def waiting(self) -> bool:
+        """True when a message waits (a finished answer then starts another turn)."""
+        with self._lock:
+            return bool(self._items)
+
+    def close(self) -> tuple[str, ...]:
+        """Refuse further messages; the ones never delivered."""
+        with self._lock:
+            self._closed = True
+            left, self._items = tuple(self._items), []
+            return left
+
+    def close_if_empty(self) -> bool:
+        """Close when nothing waits, at once (no message can slip in between); True when closed."""
+        with self._lock:
+            if self._items:
+                return False
+            self._closed = True
+            return True
