@@ -63,3 +63,25 @@ def responses(messages: list[Message] | Any) -> list[AssistantMessage | ToolCall
 async def _close_clients() -> AsyncIterator[None]:
     yield
     await close_loop_clients()
+
+
+def two_rounds_policy(messages: list[dict[str, Any]], number: int) -> Sample:
+    """Look up twice (one call per turn), then answer: three responses."""
+    tools = [m for m in messages if m["role"] == "tool"]
+    if len(tools) < 2:
+        return Sample(text=f"step {len(tools)}", calls=(("lookup", {"key": f"k{len(tools)}"}),))
+    return Sample(text="done: " + ",".join(m["content"] for m in tools))
+
+
+def expected_branch(sampled: list[tuple[list[int], list[int], list[float]]]) -> tuple[list[int], list[Any], list[int]]:
+    """The ids, logprobs and mask one branch over ``sampled`` must have, built from the server's own record."""
+    last_prompt, last_completion, _ = sampled[-1]
+    ids = last_prompt + last_completion
+    logprobs: list[Any] = [None] * len(ids)
+    mask = [0] * len(ids)
+    for prompt, completion, values in sampled:
+        assert ids[: len(prompt) + len(completion)] == prompt + completion  # the template appends
+        for offset, value in enumerate(values):
+            logprobs[len(prompt) + offset] = value
+            mask[len(prompt) + offset] = 1
+    return ids, logprobs, mask

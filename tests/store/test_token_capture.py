@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.rollouts.conftest import agent_for, lookup_policy, responses
+from tooloop.rollouts import Trajectory
 from tooloop.store import BaseStore
 from tooloop.testing.token_server import serve
 from tooloop.transport.perloop import close_loop_clients
@@ -22,3 +23,11 @@ async def test_a_stored_session_keeps_every_responses_tokens(store: BaseStore) -
         assert message.tokens.prompt_ids.tolist() == prompt
         assert message.tokens.completion_ids.tolist() == completion
         assert message.tokens.completion_logprobs == logprobs
+
+
+async def test_a_stored_sessions_trajectory_is_the_runs(store: BaseStore) -> None:
+    with serve(lookup_policy) as server:
+        result = await agent_for(server, stream=True).with_session("rollout-2", store).run("hi")
+        await close_loop_clients()
+    stored = await Trajectory.from_session(store, "rollout-2", strict=True)
+    assert stored.to_dict() == Trajectory.from_result(result, strict=True).to_dict()

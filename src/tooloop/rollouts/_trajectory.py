@@ -1,0 +1,325 @@
+"""The token-level view of a conversation: branches of ids, logprobs and loss masks."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolloopError
+from ..messages import AssistantMessage, Message, Tokens, ToolCallMessage
+
+if TYPE_CHECKING:
+    from ..loop.result import RunResult
+    from ..store.base import Store
+
+__all__ = ["Branch", "Reward", "Trajectory", "TrajectoryError", "response_messages"]
+
+Reward = float | Mapping[str, Any]
+"""What a reward function returns: a number, or a mapping of named scores (with ``"reward"``)."""
+
+_NAN = array("d", [math.nan]).tobytes()
+
+
+class TrajectoryError(ToolloopError, ValueError):
+    """A conversation's tokens cannot be one branch (``strict=True``), or a trajectory's dict is malformed."""
+
+
+def response_messages(messages: Sequence[Message]) -> Iterator[tuple[int, AssistantMessage | ToolCallMessage]]:
+    """``(position, message)`` of each message that records a model response: every answer, and
+    the first call of each batch of tool calls (where the response's tokens are kept)."""
+    batch: str | None = None
+    for position, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            batch = None
+            yield position, message
+        elif isinstance(message, ToolCallMessage):
+            if message.batch_id != batch:
+                yield position, message
+            batch = message.batch_id
+        else:
+            batch = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Branch:
+    """One stretch of tokens the model saw as a single growing sequence.
+
+    ``token_ids``, ``logprobs`` and ``loss_mask`` have the same length: the first prompt, then
+    for each response its sampled tokens (mask 1, with their logprobs) and the tokens the
+    environment added before the next response (tool results and the chat template: mask 0,
+    logprob None). ``responses`` are the transcript positions of the responses it holds;
+    ``reason`` says why it starts (the first branch: ``"first response"``).
+    """
+
+    ids: bytes
+    """The token ids as 32-bit ints (native order); :attr:`token_ids` reads them."""
+    logprob_values: bytes
+    """One 64-bit float per token, NaN for none; :attr:`logprobs` reads them."""
+    mask: bytes
+    """One byte (0 or 1) per token; :attr:`loss_mask` reads them."""
+    responses: tuple[int, ...]
+    reason: str
+
+    @property
+    def token_ids(self) -> list[int]:
+        """The token ids."""
+        values = array("i")
+        values.frombytes(self.ids)
+        return values.tolist()
+
+    @property
+    def logprobs(self) -> list[float | None]:
+        """One log-probability per token: the sampled tokens' where the server gave one, else None."""
+        values = array("d")
+        values.frombytes(self.logprob_values)
+        return [None if v != v else v for v in values]
+
+    @property
+    def loss_mask(self) -> list[int]:
+        """1 for each token the model sampled, 0 for every other."""
+        return list(self.mask)
+
+    def __len__(self) -> int:
+        return len(self.mask)
+
+    def __repr__(self) -> str:
+        return (
+            f"Branch({len(self.mask)} tokens, {sum(self.mask)} sampled, responses={self.responses!r}, "
+            f"reason={self.reason!r})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON: ``token_ids``, ``logprobs`` (None where none), ``loss_mask``, ``responses``, ``reason``."""
+        return {
+            "token_ids": self.token_ids,
+            "logprobs": self.logprobs,
+            "loss_mask": self.loss_mask,
+            "responses": list(self.responses),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Branch:
+        """Read :meth:`to_dict`'s form; :class:`TrajectoryError` when it does not line up."""
+        try:
+            ids = array("i", data["token_ids"])
+            logprobs = array("d", [math.nan if v is None else v for v in data["logprobs"]])
+            mask = bytes(data["loss_mask"])
+            responses = tuple(int(p) for p in data.get("responses", ()))
+            reason = str(data.get("reason", ""))
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise TrajectoryError(f"a branch dict cannot be read: {exc!r}") from exc
+        if not len(ids) == len(logprobs) == len(mask) or any(m > 1 for m in mask):
+            raise TrajectoryError(
+                f"a branch needs token_ids, logprobs and loss_mask of one length and a 0/1 mask, got "
+                f"{len(ids)}, {len(logprobs)} and {len(mask)}"
+            )
+        return cls(ids.tobytes(), logprobs.tobytes(), mask, responses, reason)
+
+    def dataset_row(self) -> dict[str, Any]:
+        """The columns trainers read (see :meth:`Trajectory.to_dataset_rows`), without the reward."""
+        start = self.mask.find(1)
+        start = len(self.mask) if start < 0 else start
+        ids = self.token_ids
+        logprobs = [0.0 if v is None else v for v in self.logprobs[start:]]
+        mask = self.loss_mask[start:]
+        return {
+            "prompt_ids": ids[:start],
+            "prompt_mask": [1] * start,
+            "completion_ids": ids[start:],
+            "completion_mask": mask,
+            "completion_logprobs": logprobs,
+            "logprobs": logprobs,
+            "env_mask": mask,
+        }
+
+
+class _Builder:
+    """Branches grown response by response (bytes appended in place: no object per token)."""
+
+    def __init__(self) -> None:
+        self.branches: list[Branch] = []
+        self.unused: list[str] = []
+        self._ids = bytearray()
+        self._logprobs = bytearray()
+        self._mask = bytearray()
+        self._responses: list[int] = []
+        self._reason = "first response"
+        self._open = False
+
+    def add(self, position: int, tokens: Tokens | None) -> None:
+        if tokens is None or not tokens.ok:
+            why = _unusable(position, tokens)
+            self.unused.append(why)
+            self._close(why)
+            return
+        if self._open and not tokens.prompt.startswith(self._ids):
+            self._close(_diverged(position, tokens.prompt, bytes(self._ids)))
+        new = tokens.prompt[len(self._ids) :] if self._open else tokens.prompt
+        self._open = True
+        count = len(new) // 4
+        self._ids += new
+        self._logprobs += _NAN * count
+        self._mask += bytes(count)
+        sampled = len(tokens.completion) // 4
+        self._ids += tokens.completion
+        self._logprobs += tokens.logprobs or _NAN * sampled
+        self._mask += b"\x01" * sampled
+        self._responses.append(position)
+
+    def _close(self, reason: str) -> None:
+        if self._open:
+            branch = Branch(
+                bytes(self._ids), bytes(self._logprobs), bytes(self._mask), tuple(self._responses), self._reason
+            )
+            self.branches.append(branch)
+            self._ids.clear()
+            self._logprobs.clear()
+            self._mask.clear()
+            self._responses.clear()
+            self._open = False
+            self._reason = reason
+        elif self.branches or self.unused:
+            self._reason = reason
+
+    def finish(self) -> tuple[Branch, ...]:
+        self._close("end")
+        return tuple(self.branches)
+
+
+def _unusable(position: int, tokens: Tokens | None) -> str:
+    if tokens is None:
+        return f"the response at message {position} has no tokens (captured with capture_tokens=True?)"
+    if tokens.problem is not None:
+        return f"the response at message {position}: {tokens.problem}"
+    return f"the response at message {position} has no prompt or no completion ids"
+
+
+def _diverged(position: int, prompt: bytes, branch: bytes) -> str:
+    if len(prompt) < len(branch) and branch.startswith(prompt):
+        return (
+            f"the prompt of the response at message {position} is shorter than the previous branch "
+            f"({len(prompt) // 4} < {len(branch) // 4} tokens: context pruned or summarised)"
+        )
+    first = next((i for i in range(0, min(len(prompt), len(branch)), 4) if prompt[i : i + 4] != branch[i : i + 4]), 0)
+    return (
+        f"the prompt of the response at message {position} does not extend the previous branch "
+        f"(first difference at token {first // 4}: a chat template that is not append-only, or an edited history)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """The token-level view of one conversation, for training: a list of :class:`Branch` values.
+
+    Each response's prompt ids must extend the previous response's prompt and completion ids
+    exactly; where they do not (a template that is not append-only, context pruning, a
+    summary) a new branch starts and its ``reason`` says why. A response whose tokens cannot
+    be used (not captured, or flagged by the adapter: ids of the wrong length, none sent) ends
+    the branch and is listed in ``unused``: its sampled tokens are never trained on.
+    ``reward`` is what a batch's reward function gave, when it came from a batch record.
+    """
+
+    branches: tuple[Branch, ...]
+    unused: tuple[str, ...] = ()
+    reward: Reward | None = None
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[Message], *, strict: bool = False) -> Trajectory:
+        """The trajectory of a transcript (or any sequence of messages).
+
+        ``strict=True`` raises :class:`TrajectoryError` unless the whole conversation is one
+        branch with every response's tokens usable.
+        """
+        builder = _Builder()
+        for position, message in response_messages(messages):
+            builder.add(position, message.tokens)
+        trajectory = cls(builder.finish(), tuple(builder.unused))
+        if strict:
+            trajectory.check_single()
+        return trajectory
+
+    @classmethod
+    def from_result(cls, result: RunResult, *, strict: bool = False) -> Trajectory:
+        """The trajectory of a run's transcript (see :meth:`from_messages`)."""
+        return cls.from_messages(result.transcript, strict=strict)
+
+    @classmethod
+    async def from_session(cls, store: Store, session_id: str, *, strict: bool = False) -> Trajectory:
+        """The trajectory of a stored session."""
+        return cls.from_messages(await store.load(session_id), strict=strict)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], *, strict: bool = False) -> Trajectory:
+        """The trajectory of a ``run_many`` record (a line of its results file, decoded): its
+        ``trajectory`` when the batch kept one, else built from its ``transcript``; with its ``reward``."""
+        from ..transcript import Transcript
+
+        reward = record.get("reward")
+        if record.get("trajectory") is not None:
+            trajectory = cls.from_dict(record["trajectory"])
+            if strict:
+                trajectory.check_single()
+        elif record.get("transcript") is not None:
+            trajectory = cls.from_messages(Transcript.from_json(record["transcript"]), strict=strict)
+        else:
+            raise TrajectoryError("the record has neither a trajectory nor a transcript")
+        return cls(trajectory.branches, trajectory.unused, reward)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trajectory:
+        """Read :meth:`to_dict`'s form."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("branches"), list):
+            raise TrajectoryError("a trajectory dict needs a 'branches' list")
+        branches = tuple(Branch.from_dict(b) for b in data["branches"])
+        return cls(branches, tuple(str(u) for u in data.get("unused", ())), data.get("reward"))
+
+    def check_single(self) -> None:
+        """Raise :class:`TrajectoryError` unless this is one branch with every response usable."""
+        if self.unused:
+            raise TrajectoryError(self.unused[0])
+        if len(self.branches) > 1:
+            raise TrajectoryError(self.branches[1].reason)
+        if not self.branches:
+            raise TrajectoryError("the conversation has no model response")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON: ``branches`` (each :meth:`Branch.to_dict`), ``unused`` and, when set, ``reward``."""
+        data: dict[str, Any] = {"branches": [b.to_dict() for b in self.branches], "unused": list(self.unused)}
+        if self.reward is not None:
+            data["reward"] = dict(self.reward) if isinstance(self.reward, Mapping) else self.reward
+        return data
+
+    def to_dataset_rows(self, reward: Reward | None = None) -> list[dict[str, Any]]:
+        """One row per branch, with the column names TRL and verifiers read.
+
+        ``prompt_ids`` (the tokens before the first sampled one) with ``prompt_mask`` (all 1),
+        ``completion_ids`` (everything after: sampled tokens and the environment's between them),
+        ``completion_mask`` (the loss mask over them), ``completion_logprobs`` (0.0 where the
+        mask is 0 or the server gave none); TRL's names for the same columns, ``logprobs`` and
+        ``env_mask``; and ``reward`` (``reward`` given here, else the trajectory's; a mapping is
+        merged into the row).
+        """
+        value = reward if reward is not None else self.reward
+        rows = []
+        for branch in self.branches:
+            row = branch.dataset_row()
+            if isinstance(value, Mapping):
+                row.update(value)
+            else:
+                row["reward"] = value
+            rows.append(row)
+        return rows
+
+    def to_dataset_row(self, reward: Reward | None = None) -> dict[str, Any]:
+        """The row of a one-branch trajectory (see :meth:`to_dataset_rows`); :class:`TrajectoryError`
+        when there are several branches (use :meth:`to_dataset_rows`) or none."""
+        if len(self.branches) != 1:
+            raise TrajectoryError(
+                f"the trajectory has {len(self.branches)} branches, not one: use to_dataset_rows()"
+                + (f" (branch 2: {self.branches[1].reason})" if len(self.branches) > 1 else "")
+            )
+        return self.to_dataset_rows(reward)[0]
