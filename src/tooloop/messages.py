@@ -532,6 +532,11 @@ class SystemMessage:
     text: str
     kind: ClassVar[Literal["system"]] = "system"
 
+    @property
+    def role(self) -> Literal["system"]:
+        """Who speaks: ``"system"``."""
+        return "system"
+
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
@@ -577,6 +582,11 @@ class UserMessage:
         """The parts that are not text (images, audio, documents), in order."""
         return tuple(part for part in self.parts if not isinstance(part, TextContent))
 
+    @property
+    def role(self) -> Literal["user"]:
+        """Who speaks: ``"user"``."""
+        return "user"
+
 
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
@@ -604,6 +614,11 @@ class AssistantMessage:
     tokens: Tokens | None = field(default=None, repr=False)
     """The response's exact tokens, when the model was asked to capture them."""
     kind: ClassVar[Literal["assistant"]] = "assistant"
+
+    @property
+    def role(self) -> Literal["assistant"]:
+        """Who speaks: ``"assistant"``."""
+        return "assistant"
 
     def __post_init__(self) -> None:
         if type(self.provider_data) is not FrozenDict:
@@ -649,6 +664,11 @@ class ToolCallMessage:
     tokens: Tokens | None = field(default=None, repr=False)
     """The exact tokens of the response that asked for this batch of calls (on its first call only)."""
     kind: ClassVar[Literal["tool_call"]] = "tool_call"
+
+    @property
+    def role(self) -> Literal["assistant"]:
+        """Who speaks: ``"assistant"``, who asked for the call (its outcome travels with it)."""
+        return "assistant"
 
     def __post_init__(self) -> None:
         # Recorded values never change: a tool that mutates its arguments, or a provider payload

@@ -201,7 +201,8 @@ def _report(term: Terminal, result: RunResult, session_id: str) -> None:
     elif reason is StopReason.CANCELLED:
         term.error(f"cancelled; the session is kept: continue with 'tooloop run --session {session_id}'")
     elif reason not in (StopReason.END_TURN, StopReason.ERROR):
-        term.error(f"the run stopped: {reason.value}")
+        why = f": {result.stop_text}" if result.stop_text else ""
+        term.error(f"the run stopped: {reason.value}{why}")
 
 
 async def run_command(options: RunOptions, term: Terminal) -> ExitCode:

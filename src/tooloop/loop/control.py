@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeAlias
 
 from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage
-from ..models.base import ModelRequest
+from ..models.base import Model, ModelRequest
 from ..models.payloads import PayloadListener
-from ..tools.tool import DepsT
+from ..tools.tool import DepsT, Tool
 from ..transcript import Transcript
 
 __all__ = ["Hook", "Hooks", "LoopControl", "StepContext"]
@@ -24,6 +24,8 @@ class LoopControl:
     * ``LoopControl.stop(reason)``: end the run now with that stop reason. Tool calls that have
       not run get a cancelled result, so the transcript stays valid; from a tool hook, the calls
       of the same batch already running finish, and those not started yet do not start.
+      ``LoopControl.stop("the daily budget is spent")`` (any text that is not a stop reason, or
+      ``text=``) stops with ``STOPPED_BY_HOOK`` and that explanation in ``RunResult.stop_text``.
     * ``LoopControl.override(...)``: in ``on_model_response``, replace the model's response
       (a :class:`ModelResponse` or a plain answer text; ``override()`` without one is a
       ``TypeError``, raised as the cause of the run's :class:`~tooloop.errors.RunError`); in
@@ -35,13 +37,22 @@ class LoopControl:
     reason: StopReason = StopReason.STOPPED_BY_HOOK
     response: ModelResponse | None = None
     result: Any = None
+    text: str | None = None
+    """The hook's own explanation of a stop, carried to ``RunResult.stop_text``."""
 
     CONTINUE: ClassVar[LoopControl]
 
     @classmethod
-    def stop(cls, reason: StopReason | str = StopReason.STOPPED_BY_HOOK) -> LoopControl:
-        """End the run with ``reason``."""
-        return cls("stop", StopReason(reason))
+    def stop(cls, reason: StopReason | str = StopReason.STOPPED_BY_HOOK, *, text: str | None = None) -> LoopControl:
+        """End the run with ``reason``; a text that is not a stop reason is the explanation of a
+        ``STOPPED_BY_HOOK`` stop."""
+        if isinstance(reason, str) and reason not in _REASONS:
+            if text is not None:
+                raise ValueError(f"{reason!r} is not a stop reason; give the explanation once, as text=")
+            reason, text = StopReason.STOPPED_BY_HOOK, reason
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {type(text).__name__}")
+        return cls("stop", StopReason(reason), text=text)
 
     @classmethod
     def override(cls, response: ModelResponse | str | None = None, *, result: Any = None) -> LoopControl:
@@ -52,6 +63,7 @@ class LoopControl:
 
 
 LoopControl.CONTINUE = LoopControl()
+_REASONS = frozenset(reason.value for reason in StopReason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +72,8 @@ class StepContext(Generic[DepsT]):
 
     ``call`` and ``result`` are set for tool hooks: the call about to run (``before_tool_call``)
     and its finished message (``after_tool_call``). ``deps`` is the run's ``deps=`` (annotate
-    ``StepContext[MyDeps]`` to have it typed; never stored).
+    ``StepContext[MyDeps]`` to have it typed; never stored). ``model`` is the model the run talks
+    to and ``tools`` the tools offered to it now, by name (an MCP server's included).
     """
 
     iteration: int
@@ -71,6 +84,8 @@ class StepContext(Generic[DepsT]):
     call: ToolCall | None = None
     result: ToolCallMessage | None = None
     deps: DepsT = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    model: Model | None = field(default=None, repr=False, compare=False)
+    tools: Mapping[str, Tool] = field(default_factory=dict, repr=False, compare=False)
 
 
 Hook: TypeAlias = Callable[[StepContext], "LoopControl | Awaitable[LoopControl | None] | None"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..events import Event, RunFinished, TextDelta
 from ..messages import Message
@@ -17,12 +17,14 @@ from .run import Run
 __all__ = ["Conversation", "EventStream"]
 
 
-class Conversation(AsyncIterator[Message]):
+class Conversation(AsyncGenerator[Message, None]):
     """Each message of a run as it happens; after exhaustion :attr:`result` is the ``RunResult``.
 
-    Python's async generators cannot return a value, so the result that seed 000 hands over with
-    ``StopAsyncIteration`` lives on this object instead. The run advances only while you iterate:
-    stop iterating and no further model request is made.
+    Python's async generators cannot return a value, so the result lives on this object instead.
+    The run advances only while you iterate: stop iterating and no further model request is made.
+    It is an async generator too: ``asend(None)`` is the next message, ``athrow(exc)`` raises
+    ``exc`` inside the run where it waits (calls that did not finish are recorded as not run, a
+    stored session is closed) and then out of ``athrow``.
     """
 
     def __init__(self, run: Run):
@@ -45,6 +47,19 @@ class Conversation(AsyncIterator[Message]):
         except StopAsyncIteration:
             self._result = self._run.result()
             raise
+
+    async def asend(self, value: None) -> Message:
+        """The next message, as :meth:`__anext__`; a run takes no values, so ``value`` must be None."""
+        if value is not None:
+            raise TypeError(f"a Conversation takes no values: asend(None) gives the next message, got {value!r}")
+        return await self.__anext__()
+
+    async def athrow(self, typ: Any, val: Any = None, tb: TracebackType | None = None) -> Message:
+        """Raise an exception inside the run where it waits; it ends the run and is raised here."""
+        error = typ if isinstance(typ, BaseException) else typ() if val is None else val
+        if tb is not None:
+            error = error.with_traceback(tb)
+        return await self._messages.athrow(error)
 
     @property
     def result(self) -> RunResult | None:

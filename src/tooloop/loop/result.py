@@ -124,11 +124,14 @@ class RunResult:
     error: BaseException | None = None
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     start: int = 0
-
     """Index in ``transcript`` of this run's first message."""
+    stop_text: str | None = None
+    """A hook's own explanation of why it stopped the run (``LoopControl.stop("...")``), else None."""
 
     def __repr__(self) -> str:
         parts = [f"stop_reason={self.stop_reason.value!r}", f"text={_short(self.text)}"]
+        if self.stop_text is not None:
+            parts.append(f"stop_text={self.stop_text!r}")
         if self.output is not None:
             parts.append(f"output={self.output!r}")
         if self.error is not None:
@@ -199,6 +202,7 @@ class RunResult:
         return {
             "text": self.text,
             "stop_reason": self.stop_reason.value,
+            "stop_text": self.stop_text,
             "output": to_jsonable(self.output),
             "usage": {**_counts(usage), "cost": None if usage.cost is None else str(usage.cost)},
             "error": None if error is None else {"type": type(error).__name__, "message": error_message(error)},

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError
@@ -107,8 +108,10 @@ class Run:
         self._set_history(history)
         self.iteration = 0
         self.stop_reason: StopReason | None = None
+        self.stop_text: str | None = None
         self.pending: tuple[ApprovalRequest, ...] = ()
         self._stop_asked: StopReason | None = None  # by a tool hook; the batch finishes first
+        self._stop_asked_text: str | None = None
         self._batch: list[Slot] = []
         self._final_done = False
         self._request: ModelRequest | None = None
@@ -283,6 +286,7 @@ class Run:
             output=self.answers.output,
             pending_approvals=self.pending,
             start=self.start,
+            stop_text=self.stop_text,
         )
 
     def step_context(self, call: Slot | None = None) -> StepContext:
@@ -296,12 +300,15 @@ class Run:
             call=None if call is None else _as_call(call),
             result=None if call is None else call.outcome,
             deps=self.deps,
+            model=self.model,
+            tools=MappingProxyType(self.tools),
         )
 
-    def _stop(self, reason: StopReason) -> None:
-        """Set the stop reason unless an earlier one stands."""
+    def _stop(self, reason: StopReason, text: str | None = None) -> None:
+        """Set the stop reason (and a hook's explanation) unless an earlier one stands."""
         if self.stop_reason is None:
             self.stop_reason = reason
+            self.stop_text = text
 
     # ------------------------------------------------------------------ steps
 
@@ -485,7 +492,7 @@ class Run:
                 )
             response = self._response = control.response
         elif control.action == "stop":
-            self._stop(control.reason)
+            self._stop(control.reason, control.text)
         return response
 
     async def _take_response(self, response: ModelResponse) -> None:
@@ -555,9 +562,10 @@ class Run:
         )
         return self._batch_view
 
-    def request_stop(self, reason: StopReason) -> None:
-        """A tool hook asked the run to stop (the batch finishes first)."""
+    def request_stop(self, reason: StopReason, text: str | None = None) -> None:
+        """A tool hook asked the run to stop (the batch finishes first), with its explanation."""
         self._stop_asked = reason
+        self._stop_asked_text = text
 
     def stop_requested(self) -> StopReason | None:
         """The stop a tool hook asked for, if any."""
@@ -594,7 +602,7 @@ class Run:
             self._batch = []
         await record.flush()
         if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
-            self._stop(self._stop_asked)
+            self._stop(self._stop_asked, self._stop_asked_text)
         if waiting:
             self.pending = tuple(waiting)
             self._stop(StopReason.APPROVAL_REQUIRED)

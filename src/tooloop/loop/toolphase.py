@@ -57,7 +57,7 @@ __all__ = [
 class BatchOwner(Protocol):
     """The run a batch belongs to, as the batch sees it."""
 
-    def request_stop(self, reason: StopReason) -> None:
+    def request_stop(self, reason: StopReason, text: str | None = None) -> None:
         """A hook asked the run to stop: calls not started yet will not start."""
         ...
 
@@ -331,7 +331,7 @@ async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal:
         if steer and control.action == "override":
             _finish_ok(slot, control.result)
         elif steer and control.action == "stop":
-            batch.owner.request_stop(control.reason)
+            batch.owner.request_stop(control.reason, control.text)
     slot.hooked = True
     if journal:
         assert slot.outcome is not None
@@ -361,7 +361,7 @@ async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> No
     before = batch.hooks.before_tool_call
     control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.owner.step_context(slot))
     if control.action == "stop":
-        batch.owner.request_stop(control.reason)
+        batch.owner.request_stop(control.reason, control.text)
     elif control.action == "override":
         _finish_ok(slot, control.result)
     elif before is None or batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
