@@ -26,14 +26,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ArgumentValueError, ConfigurationError, CorruptDataError, SessionNotFoundError, StoreError
 from ..messages import Message as ChatMessage
-from ..messages import StopReason, ToolCallMessage, ToolCallStatus
+from ..messages import StopReason, ToolCallMessage, ToolCallStatus, Usage
 from ..store import BaseStore, open_store
 from ..store.base import SESSION_ORDERS
 from ._batch import read_batch, transcript_of
 from ._live import Watchers
 from ._markdown import render_markdown
 from ._runs import Runs
-from ._timeline import PAGE_SIZE, build_entries, build_waterfall, message_summary, pretty_json, same
+from ._timeline import PAGE_SIZE, build_entries, build_waterfall, message_summary, pretty_json, requests_of, same
 
 __all__ = ["create_app", "new_token"]
 
@@ -147,6 +147,7 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = _when
     env.filters["seconds"] = _seconds
     env.filters["money"] = _money
+    env.filters["usage_sum"] = _usage_sum
     env.filters["summary"] = message_summary
     env.globals["PENDING"] = ToolCallStatus.PENDING
     return env
@@ -163,7 +164,13 @@ def _seconds(value: float | None) -> str:
 
 
 def _money(value: Decimal | None) -> str:
-    return "" if value is None else f"${value:.4f}"
+    if value is None:
+        return ""
+    return f"${value:.4f}" if value >= Decimal("0.01") or not value else f"${value:.6f}"  # one request costs little
+
+
+def _usage_sum(requests: Any) -> Usage:
+    return sum((r.usage for r in requests), Usage())
 
 
 def _int(value: str | None, default: int, low: int = 0) -> int:
@@ -299,6 +306,7 @@ async def _session_view(web: _Web, request: Request) -> dict[str, Any]:
         "pages": pages,
         "page_size": PAGE_SIZE,
         "waterfall": build_waterfall(entries, writes),
+        "requests": requests_of(entries),
         "pending": pending,
         "run": web.runs.states.get(sid),
         "parent": forked if isinstance(forked, Mapping) else None,

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .._json import to_jsonable
-from ..messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, UserMessage
+from ..messages import AssistantMessage, Message, SystemMessage, ToolCallMessage, Usage, UserMessage
 from ..store import Write
 from ..transcript import message_to_dict
 
@@ -22,11 +22,13 @@ __all__ = [
     "PAGE_SIZE",
     "Bar",
     "Entry",
+    "Request",
     "Waterfall",
     "build_entries",
     "build_waterfall",
     "message_summary",
     "pretty_json",
+    "requests_of",
     "same",
 ]
 
@@ -152,6 +154,33 @@ def build_waterfall(entries: Sequence[Entry], writes: Sequence[Write]) -> Waterf
         for label, kind, a, b, pos in spans
     )
     return Waterfall(bars, max(b.end for b in bars) or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model request of the page: the message it produced and what it used."""
+
+    pos: int
+    usage: Usage
+    response_id: str | None
+    model: str | None
+    ending: str
+    """How the response ended: its stop reason, with the stop sequence when one ended it."""
+
+
+def requests_of(entries: Sequence[Entry]) -> list[Request]:
+    """The requests whose usage the page's messages carry (an answer, or a batch's first call)."""
+    found = []
+    for entry in entries:
+        message = entry.message
+        if isinstance(message, AssistantMessage) and message.usage is not None:
+            ending = message.stop_reason.value
+            if message.stop_sequence is not None:
+                ending += f" ({message.stop_sequence!r})"
+            found.append(Request(entry.pos, message.usage, message.response_id, message.model, ending))
+        elif isinstance(message, ToolCallMessage) and message.usage is not None:
+            found.append(Request(entry.pos, message.usage, message.response_id, None, "tool_use"))
+    return found
 
 
 def pretty_json(value: Any) -> str:
