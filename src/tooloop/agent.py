@@ -227,6 +227,11 @@ class Agent:
         return self._options.deps_type
 
     @property
+    def settings(self) -> ModelSettings:
+        """The agent's model settings (they override the model's own)."""
+        return self._options.settings
+
+    @property
     def limits(self) -> Limits:
         """The run limits."""
         return self._options.limits

@@ -23,6 +23,7 @@ from ._items import AgentSource, BatchItem, ItemLike, load_agent_source, pending
 from ._processes import BatchWorkerError, run_processes
 from ._progress import BatchSummary, LagMonitor, Tally
 from ._results import ResultsFile, exclusive, prepare
+from ._rollout import RewardFunction
 from ._runner import Finished, run_shard
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "BatchSummary",
     "BatchWorkerError",
     "ItemLike",
+    "RewardFunction",
     "run_many",
     "run_many_sync",
 ]
@@ -46,6 +48,7 @@ async def run_many(
     retry_failed: bool = False,
     progress: bool | None = None,
     on_result: Finished | None = None,
+    reward: RewardFunction | None = None,
 ) -> BatchSummary:
     """Run ``agent`` on every item and return a :class:`BatchSummary`.
 
@@ -65,19 +68,27 @@ async def run_many(
             removed first, so every id stays exactly once in the file).
         progress: A progress line on stderr (default: only when stderr is a terminal).
         on_result: Called with each item and its :class:`~tooloop.RunResult` (one process only).
+        reward: ``reward(item, result) -> float | dict`` (or a coroutine function): its value is
+            each record's ``reward`` (a failure is the record's ``reward_error``; the batch goes
+            on). With ``processes > 1`` pass a module-level function (it is pickled). Every
+            record also carries ``provenance`` (model, sampling settings, tool set hash, tooloop
+            version, seed) and, when the model captured tokens, its ``trajectory``
+            (:meth:`tooloop.rollouts.Trajectory.to_dict`): see docs/rollouts.md.
     """
     _check_options(concurrency, processes, results, on_result)
     if results is None:
         total = len(items) if isinstance(items, Sized) else None
-        return await _run_here(agent, pending_items(items, {}), None, concurrency, progress, on_result, total, 0)
+        return await _run_here(
+            agent, pending_items(items, {}), None, concurrency, progress, on_result, total, 0, reward
+        )
     path = Path(results)
     with exclusive(path):
         done = prepare(path, drop_errors=retry_failed)
         total = len(items) if isinstance(items, Sized) else None
         pending = pending_items(items, done)
         if processes == 1:
-            return await _run_here(agent, pending, path, concurrency, progress, on_result, total, len(done))
-        return await _run_processes(agent, list(pending), path, concurrency, processes, progress, len(done))
+            return await _run_here(agent, pending, path, concurrency, progress, on_result, total, len(done), reward)
+        return await _run_processes(agent, list(pending), path, concurrency, processes, progress, len(done), reward)
 
 
 def run_many_sync(agent: AgentSource, items: Iterable[ItemLike], **options: Any) -> BatchSummary:
@@ -104,6 +115,7 @@ async def _run_here(
     on_result: Finished | None,
     total: int | None,
     skipped: int,
+    reward: RewardFunction | None = None,
 ) -> BatchSummary:
     agent = load_agent_source(source)
     tally = Tally(total, skipped, show=progress)
@@ -117,7 +129,7 @@ async def _run_here(
     monitor.start()
     results = ResultsFile(path) if path is not None else None
     try:
-        await run_shard(agent, items, concurrency=concurrency, results=results, finished=finished)
+        await run_shard(agent, items, concurrency=concurrency, results=results, finished=finished, reward=reward)
     finally:
         if results is not None:
             results.close()
@@ -133,11 +145,12 @@ async def _run_processes(
     processes: int,
     progress: bool | None,
     skipped: int,
+    reward: RewardFunction | None = None,
 ) -> BatchSummary:
     assert path is not None  # checked by _check_options
     source = portable_source(source)
     shards = [items[n::processes] for n in range(processes)]
     shards = [shard for shard in shards if shard] or [[]]
     tally = Tally(len(items) + skipped, skipped, show=progress)
-    await asyncio.to_thread(run_processes, source, shards, path, concurrency, tally)
+    await asyncio.to_thread(run_processes, source, shards, path, concurrency, tally, reward)
     return tally.summary(processes=len(shards))

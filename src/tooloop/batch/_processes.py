@@ -22,6 +22,7 @@ from ..loop.result import RunResult
 from ._items import AgentSource, BatchItem, load_agent_source
 from ._progress import LagMonitor, Tally
 from ._results import ResultsFile
+from ._rollout import RewardFunction
 from ._runner import run_shard
 
 __all__ = ["BatchWorkerError", "run_processes"]
@@ -32,7 +33,12 @@ class BatchWorkerError(ToolloopError):
 
 
 def run_processes(
-    source: AgentSource, shards: Sequence[list[BatchItem]], path: Path, concurrency: int, tally: Tally
+    source: AgentSource,
+    shards: Sequence[list[BatchItem]],
+    path: Path,
+    concurrency: int,
+    tally: Tally,
+    reward: RewardFunction | None = None,
 ) -> None:
     """Run each shard in its own process and fold their reports into ``tally`` (blocking)."""
     context = multiprocessing.get_context("spawn")
@@ -40,7 +46,7 @@ def run_processes(
     workers = [
         context.Process(
             target=_worker_main,
-            args=(source, shard, str(path), concurrency, reports, os.getpid()),
+            args=(source, shard, str(path), concurrency, reports, os.getpid(), reward),
             name=f"tooloop-batch-{n}",
             daemon=True,
         )
@@ -85,7 +91,13 @@ def _check_alive(workers: Sequence[BaseProcess]) -> None:
 
 
 def _worker_main(
-    source: AgentSource, items: list[BatchItem], path: str, concurrency: int, reports: Any, parent: int
+    source: AgentSource,
+    items: list[BatchItem],
+    path: str,
+    concurrency: int,
+    reports: Any,
+    parent: int,
+    reward: RewardFunction | None = None,
 ) -> None:
     try:
         agent = load_agent_source(source)
@@ -93,7 +105,7 @@ def _worker_main(
         reports.put(("config", str(exc)))
         return
     try:
-        lag = asyncio.run(_worker_loop(agent, items, Path(path), concurrency, reports, parent))
+        lag = asyncio.run(_worker_loop(agent, items, Path(path), concurrency, reports, parent, reward))
     except BaseException:
         reports.put(("crash", traceback.format_exc()))
         raise
@@ -101,7 +113,13 @@ def _worker_main(
 
 
 async def _worker_loop(
-    agent: Any, items: list[BatchItem], path: Path, concurrency: int, reports: Any, parent: int
+    agent: Any,
+    items: list[BatchItem],
+    path: Path,
+    concurrency: int,
+    reports: Any,
+    parent: int,
+    reward: RewardFunction | None = None,
 ) -> float:
     from ..transport.perloop import close_loop_clients
 
@@ -114,7 +132,7 @@ async def _worker_loop(
         reports.put(("item", result.stop_reason.value, result.error is None, result.usage))
 
     try:
-        await run_shard(agent, items, concurrency=concurrency, results=results, finished=finished)
+        await run_shard(agent, items, concurrency=concurrency, results=results, finished=finished, reward=reward)
     finally:
         results.close()
         orphan_watch.cancel()

@@ -33,10 +33,12 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     return data
 
 
-def record_for(item_id: str, result: RunResult, elapsed: float, metadata: Any = None) -> dict[str, Any]:
-    """The JSON record of one finished conversation."""
+def record_for(
+    item_id: str, result: RunResult, elapsed: float, metadata: Any = None, extras: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON record of one finished conversation; ``extras`` (trajectory, reward, provenance) go last."""
     error = result.error
-    return {
+    record = {
         "id": item_id,
         "stop_reason": result.stop_reason.value,
         "text": result.text,
@@ -46,6 +48,9 @@ def record_for(item_id: str, result: RunResult, elapsed: float, metadata: Any = 
         "metadata": metadata,
         "transcript": json.loads(result.transcript.to_json()),
     }
+    if extras:
+        record.update(extras)
+    return record
 
 
 def _safe_str(error: BaseException) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ..agent import Agent
 from ..loop.result import RunResult
@@ -12,6 +13,7 @@ from ..messages import StopReason, UserMessage
 from ..transcript import Transcript
 from ._items import BatchItem, Feed
 from ._results import ResultsFile, record_for
+from ._rollout import RewardFunction, extras_for, provenance_of
 
 __all__ = ["Finished", "run_one", "run_shard"]
 
@@ -34,14 +36,18 @@ async def run_shard(
     concurrency: int,
     results: ResultsFile | None,
     finished: Finished,
+    reward: RewardFunction | None = None,
 ) -> None:
     """Run ``items`` with at most ``concurrency`` conversations in flight, recording each as it ends.
 
     ``concurrency`` workers share one iterator, so a lazy source of a million items is never
-    materialised and never more than ``concurrency`` conversations hold memory at once.
+    materialised and never more than ``concurrency`` conversations hold memory at once. Records
+    carry the trajectory when tokens were captured, ``reward(item, result)`` when given, and the
+    batch's provenance.
     """
     feed = Feed(items)
-    workers = [asyncio.create_task(_worker(agent, feed, results, finished)) for _ in range(concurrency)]
+    record = _Recorder(results, reward, provenance_of(agent)) if results is not None else None
+    workers = [asyncio.create_task(_worker(agent, feed, record, finished)) for _ in range(concurrency)]
     try:
         await asyncio.gather(*workers)
     finally:
@@ -51,10 +57,25 @@ async def run_shard(
     feed.raise_error()
 
 
-async def _worker(agent: Agent, items: Iterator[BatchItem], results: ResultsFile | None, finished: Finished) -> None:
+class _Recorder:
+    """Writes each finished conversation's record, with its training fields."""
+
+    __slots__ = ("provenance", "results", "reward")
+
+    def __init__(self, results: ResultsFile, reward: RewardFunction | None, provenance: dict[str, Any]) -> None:
+        self.results = results
+        self.reward = reward
+        self.provenance = provenance
+
+    async def write(self, item: BatchItem, result: RunResult, elapsed: float) -> None:
+        extras = await extras_for(item, result, self.reward, self.provenance)
+        self.results.append(record_for(item.id, result, elapsed, item.metadata, extras))
+
+
+async def _worker(agent: Agent, items: Iterator[BatchItem], record: _Recorder | None, finished: Finished) -> None:
     for item in items:
         start = time.perf_counter()
         result = await run_one(agent, item)
-        if results is not None:
-            results.append(record_for(item.id, result, time.perf_counter() - start, item.metadata))
+        if record is not None:
+            await record.write(item, result, time.perf_counter() - start)
         finished(item, result)

@@ -29,6 +29,7 @@ from ..messages import Usage
 from ._items import AgentSource, BatchItem, Feed, ItemLike, load_agent_source, pending_items
 from ._progress import BatchSummary, LagMonitor, Tally
 from ._results import ResultsFile, exclusive, prepare, record_for
+from ._rollout import RewardFunction, extras_for, provenance_of
 from ._runner import run_one
 
 __all__ = ["run_many_ray", "sticky_index"]
@@ -48,9 +49,11 @@ def sticky_index(item_id: str, count: int) -> int:
 class _Rollouts:
     """The actor: builds its agents on first use (one per server) and runs conversations."""
 
-    def __init__(self, source: AgentSource | ServerAgentSource):
+    def __init__(self, source: AgentSource | ServerAgentSource, reward: RewardFunction | None = None):
         self._source = source
+        self._reward = reward
         self._agents: dict[str | None, Agent] = {}
+        self._provenance: dict[str | None, dict[str, Any]] = {}
         self._monitor: LagMonitor | None = None
 
     def _agent(self, server: str | None) -> Agent:
@@ -66,8 +69,13 @@ class _Rollouts:
             self._monitor = LagMonitor()
             self._monitor.start()
         start = time.perf_counter()
-        result = await run_one(self._agent(server), item)
-        line = json.dumps(record_for(item.id, result, time.perf_counter() - start, item.metadata), ensure_ascii=False)
+        agent = self._agent(server)
+        result = await run_one(agent, item)
+        elapsed = time.perf_counter() - start
+        if server not in self._provenance:
+            self._provenance[server] = provenance_of(agent)
+        extras = await extras_for(item, result, self._reward, self._provenance[server])
+        line = json.dumps(record_for(item.id, result, elapsed, item.metadata, extras), ensure_ascii=False)
         return line, result.stop_reason.value, result.error is None, result.usage
 
     async def max_lag(self) -> float:
@@ -97,6 +105,7 @@ async def run_many_ray(
     progress: bool | None = None,
     actor_options: Mapping[str, Any] | None = None,
     ray_init: Mapping[str, Any] | None = None,
+    reward: RewardFunction | None = None,
 ) -> BatchSummary:
     """Run ``agent`` on every item across Ray actors; see the module docstring.
 
@@ -112,6 +121,7 @@ async def run_many_ray(
         progress: A progress line on stderr (default: only on a terminal).
         actor_options: Passed to ``.options()`` of each actor (``num_cpus``, ``resources``...).
         ray_init: Passed to ``ray.init()`` when Ray is not started yet (then shut down at the end).
+        reward: As for :func:`~tooloop.batch.run_many`: each record's ``reward``, computed in the actor.
     """
     for name, value in (("actors", actors), ("concurrency", concurrency)):
         if type(value) is not int or value < 1:
@@ -122,12 +132,21 @@ async def run_many_ray(
         total = len(items) if isinstance(items, Sized) else None
         pending = pending_items(items, done)
         return await _run(
-            agent, pending, path, actors, concurrency, servers, progress, actor_options, ray_init, (total, len(done))
+            (agent, reward),
+            pending,
+            path,
+            actors,
+            concurrency,
+            servers,
+            progress,
+            actor_options,
+            ray_init,
+            (total, len(done)),
         )
 
 
 async def _run(
-    agent: AgentSource | ServerAgentSource,
+    agent: tuple[AgentSource | ServerAgentSource, RewardFunction | None],
     pending: Iterable[BatchItem],
     path: Path,
     actors: int,
@@ -156,13 +175,13 @@ async def _run(
 
 
 def _start_actors(
-    source: AgentSource | ServerAgentSource,
+    source: tuple[AgentSource | ServerAgentSource, RewardFunction | None],
     count: int,
     concurrency: int,
     options: Mapping[str, Any],
 ) -> list[Any]:
     remote = ray.remote(_Rollouts).options(max_concurrency=concurrency, **options)
-    return [remote.remote(source) for _ in range(count)]
+    return [remote.remote(*source) for _ in range(count)]
 
 
 async def _drive(

@@ -130,6 +130,11 @@ class ProviderModel(ClientModel, ABC):
         """The URL requests go to."""
         return self._channel.base_url
 
+    @property
+    def settings(self) -> ModelSettings:
+        """The model's default settings (a request's own settings override them)."""
+        return self._settings
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r}, provider={self.provider!r}, base_url={self.base_url!r})"
 
