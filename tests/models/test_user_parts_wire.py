@@ -7,18 +7,24 @@ attachment a provider or model cannot take is refused in one line before anythin
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from tests.models import anthropic_wire as aw
+from tests.models import test_gemini as gm
+from tests.models import test_openai_responses as rs
 from tests.models.openai_wire import chunk, completion, plain, stream, usage, usage_chunk
-from tests.support.wire import WireServer
+from tests.models.test_anthropic import make as anthropic_model
+from tests.support.wire import WireServer, json_reply
 from tooloop import (
     Agent,
     AudioContent,
     DocumentContent,
     ImageContent,
+    ModelSettings,
     TextContent,
     TextDelta,
     UnsupportedContentError,
@@ -128,3 +134,120 @@ async def test_a_server_configured_text_only_refuses_an_image_before_sending(
     with pytest.raises(UnsupportedContentError, match=r"it takes text, image$"):
         await Agent(vision).run(["Read.", DocumentContent(PDF, "application/pdf")])
     assert wire.requests == []
+
+
+# ---------------------------------------------------------------- Responses API
+
+RESPONSES_CONTENT = [
+    {"type": "input_text", "text": "Compare these."},
+    {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"},
+    {"type": "input_file", "filename": "report.pdf", "file_data": f"data:application/pdf;base64,{PDF}"},
+]
+NO_AUDIO = [p for p in PROMPT if not isinstance(p, AudioContent)]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_responses_sends_input_image_and_input_file(wire: WireServer, streamed: bool) -> None:
+    done = rs.response([rs.message("Same topic.")])
+    if streamed:
+        wire.queue(rs.Stream().text(0, "Same ", "topic.").end("response.completed", done))
+    else:
+        wire.queue(json_reply(done))
+    agent = Agent(rs.model(wire, stream=streamed))
+    result = await (_streamed(agent, NO_AUDIO) if streamed else agent.run(NO_AUDIO))
+    assert result.text == "Same topic."
+    assert sent(wire)["input"] == [{"type": "message", "role": "user", "content": RESPONSES_CONTENT}]
+
+
+async def test_responses_refuses_audio_before_sending(wire: WireServer) -> None:
+    agent = Agent(rs.model(wire))
+    with pytest.raises(UnsupportedContentError) as raised:
+        await agent.run(PROMPT)
+    assert str(raised.value) == (
+        f"openai-responses model {rs.MODEL!r} cannot take audio (audio/wav) in a user message; "
+        "it takes text, document, image"
+    )
+    # a transcript written with another provider is refused by the adapter itself
+    history = [UserMessage(parts=(TextContent("Hear this."), AudioContent(WAV, "audio/wav")))]
+    with pytest.raises(UnsupportedContentError, match="the Responses API takes no audio"):
+        await agent.run("Well?", history=history)
+    assert wire.requests == []
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+ANTHROPIC_CONTENT = [
+    {"type": "text", "text": "Compare these."},
+    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+    {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+        "title": "report.pdf",
+    },
+    {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Notes: café at 9."}},
+]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_anthropic_sends_image_and_document_blocks(wire: WireServer, streamed: bool) -> None:
+    content = [{"type": "text", "text": "Same topic."}]
+    wire.queue(aw.streamed(content) if streamed else aw.plain(content))
+    agent = Agent(anthropic_model(wire), settings=ModelSettings(stream=streamed))
+    prompt = [*NO_AUDIO, DocumentContent(NOTES, "text/markdown")]
+    result = await (_streamed(agent, prompt) if streamed else agent.run(prompt))
+    assert result.text == "Same topic."
+    assert sent(wire)["messages"] == [{"role": "user", "content": ANTHROPIC_CONTENT}]
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        (
+            AudioContent(WAV, "audio/wav"),
+            "cannot take audio (audio/wav) in a user message; it takes text, document, image",
+        ),
+        (ImageContent(PNG, "image/bmp"), "cannot take an image (image/bmp) in a user message; it takes images as JPEG"),
+        (
+            DocumentContent(PDF, "application/msword", "a.doc"),
+            "cannot take a document 'a.doc' (application/msword) in a user message; it takes documents as PDF or UTF-8",
+        ),
+    ],
+)
+async def test_anthropic_refuses_what_the_messages_api_cannot_take(
+    wire: WireServer, part: AudioContent | ImageContent | DocumentContent, message: str
+) -> None:
+    with pytest.raises(UnsupportedContentError, match=re.escape(f"anthropic model {aw.MODEL!r} {message}")):
+        await Agent(anthropic_model(wire)).run(["Look.", part])
+    assert wire.requests == []
+
+
+# ---------------------------------------------------------------- Gemini
+
+GEMINI_PARTS = [
+    {"text": "Compare these."},
+    {"inlineData": {"mimeType": "image/png", "data": PNG}},
+    {"inlineData": {"mimeType": "audio/wav", "data": WAV}},
+    {"inlineData": {"mimeType": "application/pdf", "data": PDF}},
+]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_gemini_sends_inline_data_parts(wire: WireServer, streamed: bool) -> None:
+    if streamed:
+        wire.queue(gm.sse(gm.chunk([{"text": "Same "}]), gm.chunk([{"text": "topic."}], "STOP", prompt=10, out=2)))
+    else:
+        wire.queue(gm.reply([{"text": "Same topic."}]))
+    agent = Agent(gm.model(wire, stream=streamed))
+    result = await (_streamed(agent, PROMPT) if streamed else agent.run(PROMPT))
+    assert result.text == "Same topic."
+    assert sent(wire)["contents"] == [{"role": "user", "parts": GEMINI_PARTS}]
+
+
+async def _streamed(agent: Agent, prompt: list[Any]) -> Any:
+    deltas: list[str] = []
+    async with agent.stream(prompt) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                deltas.append(event.text)
+    assert "".join(deltas) == events.result.text
+    return events.result

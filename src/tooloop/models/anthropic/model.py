@@ -42,7 +42,7 @@ from ..adapter import (
 from ..base import ModelRequest, ModelSettings
 from ..error_table import timeout_error
 from ..profiles import lookup_profile
-from .request import PROVIDER, build_body
+from .request import INPUT_KINDS, PROVIDER, build_body
 from .response import parse_message, read_error
 from .stream import AnthropicClient, read_stream
 
@@ -193,6 +193,8 @@ class AnthropicModel(ProviderModel):
     objects. ``client`` is an ``AsyncAnthropic`` (its key, base URL, retries and timeout are used
     as they are); without one, use :func:`create` (or ``get_model``).
     """
+
+    input_kinds = INPUT_KINDS
 
     def __init__(
         self,

@@ -22,6 +22,8 @@ from typing import Any, assert_never
 
 from ...messages import (
     AssistantMessage,
+    AudioContent,
+    DocumentContent,
     ImageContent,
     Message,
     SystemMessage,
@@ -29,14 +31,19 @@ from ...messages import (
     ThinkingPart,
     ToolCallMessage,
     UserMessage,
+    UserPart,
 )
 from ...outcome import for_model, native_parts
 from ..base import ModelRequest, ModelSettings, OutputSchema
+from ..inputs import decoded_text, refuse
 from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
-__all__ = ["PROVIDER", "build_body"]
+__all__ = ["INPUT_KINDS", "PROVIDER", "build_body"]
 
 PROVIDER = "anthropic"
+INPUT_KINDS = frozenset({"image", "document"})
+"""What a Messages API user turn takes besides text: ``image`` and ``document`` blocks."""
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _HISTORY_TOOL_DESCRIPTION = "A tool used earlier in this conversation; it is no longer available."
 _TOOL_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -53,7 +60,7 @@ def build_body(
     native_output: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """The request body, and the name of the forced output tool when native output is used."""
-    system, messages, used_tools = convert_messages(request.messages)
+    system, messages, used_tools = convert_messages(request.messages, model)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         body["system"] = system
@@ -70,7 +77,7 @@ def build_body(
     return body, output_tool
 
 
-def convert_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]], list[str]]:
+def convert_messages(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str, Any]], list[str]]:
     """``(system text, Anthropic messages, names of tools used in the history)``."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
@@ -81,14 +88,14 @@ def convert_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, A
             if item.text.strip():
                 system.append(item.text)
             continue
-        for role, blocks in _turn(item, ids):
+        for role, blocks in _turn(item, ids, model):
             _add(out, role, blocks)
         if isinstance(item, ToolBatch):
             used.update(dict.fromkeys(call.tool_name for call in item.calls))
     return "\n\n".join(system), out, list(used)
 
 
-def _turn(item: Turn, ids: IdMapper) -> list[tuple[str, list[Block]]]:
+def _turn(item: Turn, ids: IdMapper, model: str) -> list[tuple[str, list[Block]]]:
     """The (role, blocks) a turn becomes; adjacent ones of a role are merged by :func:`_add`."""
     if isinstance(item, ToolBatch):
         return [
@@ -97,12 +104,45 @@ def _turn(item: Turn, ids: IdMapper) -> list[tuple[str, list[Block]]]:
             ("user", [_tool_result(call, ids) for call in item.calls]),
         ]
     if isinstance(item, UserMessage):
+        if item.parts:
+            return [("user", [block for part in item.parts for block in _user_blocks(part, model)])]
         return [("user", _text(item.text))]
     if isinstance(item, AssistantMessage):
         return [("assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])]
     if isinstance(item, SystemMessage):
         return []  # gathered into the top-level ``system`` field by the caller
     assert_never(item)
+
+
+def _user_blocks(part: UserPart, model: str) -> list[Block]:
+    """A user message's part as content blocks: ``text``, ``image`` or ``document``."""
+    if isinstance(part, TextContent):
+        return _text(part.text)
+    label = f"{PROVIDER} model {model!r}"
+    if isinstance(part, ImageContent):
+        if part.mime_type not in _IMAGE_TYPES:
+            raise refuse(part, label, "images as JPEG, PNG, GIF or WebP")
+        return [{"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.data}}]
+    if isinstance(part, DocumentContent):
+        return [_document(part, label)]
+    if isinstance(part, AudioContent):
+        raise refuse(part, label, "text, image, document (the Messages API takes no audio)")
+    assert_never(part)
+
+
+def _document(part: DocumentContent, label: str) -> Block:
+    """A PDF as base64, a text file as plain text (the two document sources Anthropic takes)."""
+    if part.mime_type == "application/pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": part.data}
+    else:
+        text = decoded_text(part)
+        if text is None:
+            raise refuse(part, label, "documents as PDF or UTF-8 text")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    block: Block = {"type": "document", "source": source}
+    if part.name:
+        block["title"] = part.name
+    return block
 
 
 def _add(out: list[dict[str, Any]], role: str, blocks: list[Block]) -> None:

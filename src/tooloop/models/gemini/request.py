@@ -15,11 +15,15 @@ from typing import Any, assert_never
 from ...errors import ConfigurationError
 from ...messages import (
     AssistantMessage,
+    AudioContent,
+    DocumentContent,
     ImageContent,
     Message,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     UserMessage,
+    UserPart,
 )
 from ...outcome import for_model, native_parts
 from ..base import ModelRequest, ModelSettings, ToolDefinition
@@ -89,7 +93,8 @@ def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[
 
 def _turn(item: Turn, sign_foreign: bool) -> list[dict[str, Any]]:
     if isinstance(item, UserMessage):
-        return [{"role": "user", "parts": [{"text": item.text}]}]
+        parts = [_user_part(part) for part in item.parts] if item.parts else [{"text": item.text}]
+        return [{"role": "user", "parts": parts}]
     if isinstance(item, AssistantMessage):
         return [{"role": "model", "parts": _assistant_parts(item)}]
     if isinstance(item, ToolBatch):
@@ -97,6 +102,15 @@ def _turn(item: Turn, sign_foreign: bool) -> list[dict[str, Any]]:
     if isinstance(item, SystemMessage):
         return []  # gathered into ``system_instruction`` by the caller
     assert_never(item)
+
+
+def _user_part(part: UserPart) -> dict[str, Any]:
+    """A user message's part: ``text``, or ``inlineData`` (images, audio and documents alike)."""
+    if isinstance(part, TextContent):
+        return {"text": part.text}
+    if isinstance(part, ImageContent | AudioContent | DocumentContent):
+        return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
+    assert_never(part)
 
 
 def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:

@@ -23,7 +23,7 @@ from ...transport.client import StatusError, StreamError
 from ...transport.perloop import PerLoop
 from ..adapter import DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
 from ..base import ModelRequest, ModelSettings
-from .request import PROVIDER, ResponsesRequest
+from .request import INPUT_KINDS, PROVIDER, ResponsesRequest
 from .response import read, read_error
 from .sdk import ResponsesChannel, close_client, make_client
 from .stream import Streamer
@@ -64,6 +64,8 @@ class OpenAIResponsesModel(ProviderModel):
 
     The API key is ``api_key``, else ``OPENAI_API_KEY``.
     """
+
+    input_kinds = INPUT_KINDS
 
     def __init__(
         self,

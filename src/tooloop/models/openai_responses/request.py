@@ -11,15 +11,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
 from ...errors import ConfigurationError
-from ...messages import AssistantMessage, ImageContent, Message, SystemMessage, TextContent, UserMessage
+from ...messages import (
+    AssistantMessage,
+    AudioContent,
+    DocumentContent,
+    ImageContent,
+    Message,
+    SystemMessage,
+    TextContent,
+    UserMessage,
+    UserPart,
+)
 from ...outcome import ToolOutcome, for_model, native_parts
 from ..base import ModelRequest, ModelSettings
+from ..inputs import data_url, file_name, refuse
 from ..openai_chat.schema import strict_schema
 from ..portable import IdMapper, ToolBatch, Turn, turns
 
-__all__ = ["PROVIDER", "ResponsesRequest"]
+__all__ = ["INPUT_KINDS", "PROVIDER", "ResponsesRequest"]
 
 PROVIDER = "openai-responses"
+INPUT_KINDS = frozenset({"image", "document"})
+"""What a Responses request's user message takes besides text: ``input_image`` and ``input_file``."""
 
 
 class ResponsesRequest:
@@ -34,7 +47,7 @@ class ResponsesRequest:
         """The ``responses.create`` arguments for ``request`` with the merged ``settings``."""
         if settings.stop is not None or settings.seed is not None:
             raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
-        instructions, items = _input(request.messages)
+        instructions, items = _input(request.messages, self.model)
         params: dict[str, Any] = {"model": self.model, "input": items, "store": False}
         if instructions:
             params["instructions"] = instructions
@@ -78,7 +91,7 @@ class ResponsesRequest:
         return params
 
 
-def _input(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+def _input(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str, Any]]]:
     """``instructions`` (the leading system messages) and the input items."""
     ids = IdMapper()
     leading: list[str] = []
@@ -87,21 +100,35 @@ def _input(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
         if isinstance(item, SystemMessage) and not items:
             leading.append(item.text)
         else:
-            items.extend(_items(item, ids))
+            items.extend(_items(item, ids, model))
     return "\n\n".join(leading), items
 
 
-def _items(item: Turn, ids: IdMapper) -> list[dict[str, Any]]:
+def _items(item: Turn, ids: IdMapper, model: str) -> list[dict[str, Any]]:
     if isinstance(item, SystemMessage):
         return [{"type": "message", "role": "developer", "content": item.text}]
     if isinstance(item, UserMessage):
-        return [{"type": "message", "role": "user", "content": item.text}]
+        content = [_input_part(part, model) for part in item.parts] if item.parts else item.text
+        return [{"type": "message", "role": "user", "content": content}]
     if isinstance(item, AssistantMessage):
         text = item.text or item.refusal
         return _reasoning(item.provider_data) + ([_output_message(text)] if text else [])
     if isinstance(item, ToolBatch):
         return _batch_items(item, ids)
     assert_never(item)
+
+
+def _input_part(part: UserPart, model: str) -> dict[str, Any]:
+    """A user message's content part: ``input_text``, ``input_image`` or ``input_file``."""
+    if isinstance(part, TextContent):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, ImageContent):
+        return {"type": "input_image", "image_url": data_url(part), "detail": "auto"}
+    if isinstance(part, DocumentContent):
+        return {"type": "input_file", "filename": file_name(part), "file_data": data_url(part)}
+    if isinstance(part, AudioContent):
+        raise refuse(part, f"{PROVIDER} model {model!r}", "text, image, document (the Responses API takes no audio)")
+    assert_never(part)
 
 
 def _reasoning(provider_data: Mapping[str, Any]) -> list[dict[str, Any]]:
