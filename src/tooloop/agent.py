@@ -58,6 +58,7 @@ class _Options:
     tracer: Tracer | None = None
     lease: SessionLease | None = None
     deps_type: Any = None
+    name: str | None = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -75,6 +76,8 @@ class _Options:
             rerun_interrupted=self.rerun_interrupted,
         )
         _check_tools(self)
+        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
+            raise ArgumentTypeError(f"Agent(name=...) takes a non-empty string, got {describe(self.name)}")
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
             raise ArgumentTypeError(
                 f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
@@ -121,6 +124,7 @@ class Agent:
         tracer: Tracer | None = None,
         lease: SessionLease | None = None,
         deps_type: Any = None,
+        name: str | None = None,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -144,6 +148,7 @@ class Agent:
             tracer=tracer,
             lease=lease,
             deps_type=deps_type,
+            name=name,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -200,6 +205,10 @@ class Agent:
         """A copy that shapes each request with ``context`` (pruning, summaries)."""
         return self._copy(context=context)
 
+    def with_name(self, name: str | None) -> Agent:
+        """A copy with another name (shown in traces, the CLI, editors and subagent paths)."""
+        return self._copy(name=name)
+
     def with_session(self, session_id: str, store: Store | str | None = None) -> Agent:
         """A copy whose runs continue and record the stored session ``session_id``."""
         return self._copy(session_id=session_id, store=store if store is not None else self._options.store)
@@ -220,6 +229,11 @@ class Agent:
     def tool_sources(self) -> tuple[ToolSource, ...]:
         """Where more tools come from (MCP servers), listed before every model request."""
         return self._options.sources
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name (``Agent(name=...)``, or its table in ``tooloop.toml``), if it has one."""
+        return self._options.name
 
     @property
     def deps_type(self) -> Any:
@@ -246,6 +260,8 @@ class Agent:
         options = self._options
         model = options.model if isinstance(options.model, str) else getattr(options.model, "name", None)
         parts = [f"model={model or type(options.model).__name__!r}"]
+        if options.name is not None:
+            parts.insert(0, f"name={options.name!r}")
         if options.system:
             system = options.system if len(options.system) <= 40 else options.system[:39] + "…"
             parts.append(f"system={system!r}")
@@ -602,4 +618,5 @@ def _resolve(options: _Options) -> RunConfig:
         context=options.context,
         rerun_interrupted=options.rerun_interrupted,
         tracer=options.tracer,
+        name=options.name,
     )

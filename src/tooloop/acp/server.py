@@ -96,7 +96,7 @@ class AcpServer:
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=capabilities,
             auth_methods=[],
-            agent_info=schema.Implementation(name="tooloop", title="tooloop", version=__version__),
+            agent_info=schema.Implementation(name="tooloop", title=self._agent.name or "tooloop", version=__version__),
         )
 
     # ------------------------------------------------------------------ sessions

@@ -227,7 +227,9 @@ async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
         chat = Chat(start.agent, start.setup, session_id, store, term, lines)
         why = "" if start.choice.reason == "--model" else f" ({start.choice.reason})"
         model = start.choice.spec
-        term.show(f"tooloop chat · model {model}{why} · session {session_id} · /help for commands", "dim")
+        name = start.agent.name
+        who = f"agent {name} · " if name and start.choice.reason != f"agent {name}" else ""
+        term.show(f"tooloop chat · {who}model {model}{why} · session {session_id} · /help for commands", "dim")
         await _show_continued(store, session_id, term)
         async with start.agent:  # its MCP servers run for the whole chat (shared by /model copies)
             await _loop(chat, options.approve)

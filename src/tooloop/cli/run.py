@@ -182,9 +182,10 @@ def terminal_asker(term: Terminal) -> Asker | None:
     return ask
 
 
-def _announce(term: Terminal, choice: ModelChoice, session_id: str) -> None:
+def _announce(term: Terminal, choice: ModelChoice, session_id: str, agent: str | None) -> None:
     why = "" if choice.reason == "--model" else f" ({choice.reason})"
-    term.note(f"model {choice.spec}{why} · session {session_id}")
+    who = f"agent {agent} · " if agent and choice.reason != f"agent {agent}" else ""  # said once
+    term.note(f"{who}model {choice.spec}{why} · session {session_id}")
 
 
 def _report(term: Terminal, result: RunResult, session_id: str) -> None:
@@ -214,7 +215,7 @@ async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
         if options.prompt is None and new:
             fail('give a prompt: tooloop run "your question" (or pipe text in: cat notes.md | tooloop run "summarise")')
         start = await start_session(store, options.agent, session_id, term)
-        _announce(term, start.choice, session_id)
+        _announce(term, start.choice, session_id, start.agent.name)
         async with start.agent:  # starts its MCP servers, and stops them however the run ends
             result = await _one_turn(start.agent, options, term)
         await save_setup(store, session_id, start.setup, last_run(result.stop_reason.value, result.error))

@@ -125,6 +125,7 @@ def build_agent(config: Config, name: str) -> Agent:
             output_type=output_type,
             approve=_import(table.approver, where, "approver") if table.approver else None,
             store=table.store,
+            name=name,
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None

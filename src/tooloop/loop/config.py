@@ -47,6 +47,8 @@ class RunConfig:
     """On resume, run again calls that started but have no result (False: mark them failed)."""
     tracer: Tracer | None = None
     """Traces this agent's runs (None: the default set by ``tooloop.telemetry.instrument()``)."""
+    name: str | None = None
+    """The agent's name, for traces."""
 
 
 class SessionSource(Protocol):

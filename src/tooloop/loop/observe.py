@@ -45,6 +45,8 @@ class RunFacts:
     session_id: str | None
     tools: tuple[str, ...]
     system: str | None
+    agent: str | None = None
+    """The agent's name (``Agent(name=...)``), if it has one."""
 
 
 class RequestTrace(Protocol):

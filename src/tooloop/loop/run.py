@@ -252,6 +252,7 @@ class Run:
             session_id=self.session_id,
             tools=tuple(config.tools),
             system=config.system,
+            agent=config.name,
         )
 
     async def _advance(self) -> AsyncGenerator[Message, None]:

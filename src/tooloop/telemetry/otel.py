@@ -51,7 +51,8 @@ class OpenTelemetry:
 
     ``tracer_provider`` defaults to the global one; ``content=True`` adds the messages sent and
     received, and tool arguments and results, as span events (off by default: they may hold
-    personal data). ``agent_name`` names the ``invoke_agent`` span and sets ``gen_ai.agent.name``.
+    personal data). ``agent_name`` names the ``invoke_agent`` span and sets ``gen_ai.agent.name``
+    (default: the name of the agent that runs, ``Agent(name=...)``).
     """
 
     def __init__(self, tracer_provider: Any = None, *, content: bool = False, agent_name: str | None = None):
@@ -70,13 +71,14 @@ class OpenTelemetry:
             "gen_ai.request.model": facts.model,
             "tooloop.run.id": facts.run_id,
         }
-        if self.agent_name:
-            attributes["gen_ai.agent.name"] = self.agent_name
+        agent = self.agent_name or facts.agent
+        if agent:
+            attributes["gen_ai.agent.name"] = agent
         if facts.session_id is not None:
             attributes["gen_ai.conversation.id"] = facts.session_id
         if facts.tools:
             attributes["tooloop.tools"] = list(facts.tools)
-        name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
+        name = f"invoke_agent {agent}" if agent else "invoke_agent"
         span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
         return _RunTrace(self, span, facts)
 
