@@ -454,3 +454,22 @@ async def test_an_excluded_name_that_no_server_tool_has_is_an_error_not_ignored(
         assert right.error is None
     finally:
         await server.aclose()
+
+
+def test_runaway_guards_are_set_or_turned_off_in_the_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        [agents.a]
+        model = "test:echo"
+        limits = { max_repeats = 3, max_repeated_errors = false, max_empty_responses = 0, retry_cut_calls = false }
+        """,
+    )
+    limits = tooloop.load_agent("a", path=path).limits
+    assert (limits.max_repeats, limits.max_repeated_errors) == (3, None)
+    assert (limits.max_empty_responses, limits.retry_cut_calls) == (0, False)
+    for wrong in ("max_repeats = 0", "max_repeats = true", "max_empty_responses = -1", 'retry_cut_calls = "no"'):
+        bad = write(tmp_path, f'[agents.a]\nmodel = "test:echo"\nlimits = {{ {wrong} }}\n')
+        with pytest.raises(ConfigurationError, match=r"\[agents.a\] key 'limits\.") as caught:
+            tooloop.load_agent("a", path=bad)
+        assert "Traceback" not in str(caught.value)

@@ -104,7 +104,7 @@ def build_agent(config: Config, name: str) -> Agent:
     table = config.agent_table(name)
     where = f"{config.path}: [agents.{name}]"
     model, system, settings = _model(config, table, where)
-    limits = Limits(**table.limits.model_dump(exclude_none=True))
+    limits = Limits(**table.limits.as_limits_fields())
     _importable_from(config.path.parent)
     tools: list[Any] = _tools(table.tools, where)
     _check_excluded(table, tools, where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -118,6 +118,10 @@ class MCPServerTable(_Table):
         return refuse_literal_secrets(value, "header")
 
 
+_Bound = Annotated[int, Field(ge=1, strict=True)]
+_Flag = Annotated[bool, Field(strict=True)]
+
+
 class LimitsTable(_Table):
     """``limits`` of an agent: the fields of :class:`~tooloop.Limits`."""
 
@@ -130,6 +134,24 @@ class LimitsTable(_Table):
     output_retries: int | None = Field(default=None, ge=0)
     final_answer_on_limit: bool | None = None
     max_cost: Decimal | None = Field(default=None, gt=0)
+    max_repeats: _Bound | _Flag | None = None
+    """``false`` turns the guard off (``Limits(max_repeats=None)``)."""
+    max_repeated_errors: _Bound | _Flag | None = None
+    """``false`` turns the guard off."""
+    max_empty_responses: Annotated[int, Field(ge=0, strict=True)] | None = None
+    retry_cut_calls: _Flag | None = None
+
+    @field_validator("max_repeats", "max_repeated_errors")
+    @classmethod
+    def _off_is_false(cls, value: int | bool | None) -> int | bool | None:
+        if value is True:
+            raise ValueError("true is not a count: give a number of times, or false to turn the guard off")
+        return value
+
+    def as_limits_fields(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~tooloop.Limits` the file sets (``false`` guards as None)."""
+        values = self.model_dump(exclude_none=True)
+        return {key: None if value is False and key.startswith("max_") else value for key, value in values.items()}
 
 
 class AgentTable(_Table):
