@@ -29,6 +29,7 @@ from .models.base import Model, ModelSettings
 from .models.inputs import check_prompt_inputs
 from .store.base import Store
 from .store.journal import SessionBinding, SessionLease, default_store_url
+from .subagent import INHERIT, subagent_tool
 from .tools.source import ToolSource
 from .tools.tool import Tool
 from .transport.perloop import close_loop_clients
@@ -212,6 +213,19 @@ class Agent:
     def with_session(self, session_id: str, store: Store | str | None = None) -> Agent:
         """A copy whose runs continue and record the stored session ``session_id``."""
         return self._copy(session_id=session_id, store=store if store is not None else self._options.store)
+
+    def as_tool(self, *, name: str, description: str, deps: Any = INHERIT) -> Tool:
+        """This agent as one tool of another: each call runs a nested run of it and answers with
+        its final answer.
+
+        The model calls it with a ``prompt``. The child's transcript is kept (in the parent's
+        store as session ``"<parent session>/<call id>"``, else in the call's result), its usage
+        counts in the parent's and the parent's ``max_cost`` bounds it, its events reach the
+        parent's stream as ``SubagentEvent`` values, its approvals go through the parent (and,
+        deferred, survive a restart), and its early stop is that call's error. ``deps``: the
+        child's dependencies (default: the parent run's).
+        """
+        return subagent_tool(self, name=name, description=description, deps=deps)
 
     # ------------------------------------------------------------------ introspection
 

@@ -40,6 +40,7 @@ __all__ = [
     "ModelRequestFinished",
     "ModelRequestStarted",
     "RunFinished",
+    "SubagentEvent",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
@@ -226,6 +227,20 @@ class RunFinished:
     kind: ClassVar[Literal["run_finished"]] = "run_finished"
 
 
+@dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """An event of a subagent (an agent run as a tool call, ``agent.as_tool()``) of this run.
+
+    ``path`` is the id of the parent's call that runs the subagent, and for deeper nesting the ids
+    down to it joined by ``/`` (``"call_1/call_7"``); ``event`` is the subagent's own event, so
+    its tool call ``call_9`` is ``f"{path}/call_9"`` seen from here.
+    """
+
+    path: str
+    event: Event
+    kind: ClassVar[Literal["subagent"]] = "subagent"
+
+
 _set_started_iteration = _setter(ModelRequestStarted, "iteration")
 _set_finished_iteration = _setter(ModelRequestFinished, "iteration")
 _set_response = _setter(ModelRequestFinished, "response")
@@ -250,5 +265,6 @@ Event: TypeAlias = (
     | ApprovalDecided
     | MessageAdded
     | RunFinished
+    | SubagentEvent
 )
 """Anything ``agent.stream()`` yields."""

@@ -25,6 +25,7 @@ from ..events import (
     ModelRequestFinished,
     ModelRequestStarted,
     RunFinished,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -100,6 +101,11 @@ class Turn:
                 # A call is shown once the loop settled its id and arguments; its outcome (run, or
                 # failed when rejected) follows as ToolCallFinished. ACP v1 has no progress field.
                 pass
+            case SubagentEvent(path=path, event=ApprovalRequested(request=request)):
+                # the permission request that follows names the subagent's call by its path
+                await self._show(f"{path}/{request.tool_call_id}", request.tool_name, request.arguments)
+            case SubagentEvent():
+                pass  # a subagent's work shows as the result of the call that ran it
             case _:
                 assert_never(event)
 

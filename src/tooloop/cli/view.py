@@ -26,6 +26,7 @@ from ..events import (
     ModelRequestFinished,
     ModelRequestStarted,
     RunFinished,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -122,9 +123,8 @@ class TurnView:
                 self._spin(f"running {name}: {done}" + (f" {message}" if message else ""))
             case ToolCallFinished(message=call):
                 self._call_done(call)
-            case ApprovalRequested(request=request):
-                self.pause()
-                self._reached(request.tool_call_id).set()
+            case ApprovalRequested() | SubagentEvent():
+                self._question(event)
             case ApprovalDecided():
                 pass  # the call's outcome line says what became of it
             case MessageAdded(message=message):
@@ -136,6 +136,17 @@ class TurnView:
                 self.close()
             case _:
                 assert_never(event)
+
+    def _question(self, event: ApprovalRequested | SubagentEvent) -> None:
+        """An approval question (the approver asks about a subagent's call by its path), or a
+        subagent's call running; a subagent's answer shows as its call's result."""
+        path, inner = ("", event) if isinstance(event, ApprovalRequested) else (f"{event.path}/", event.event)
+        match inner:
+            case ApprovalRequested(request=request):
+                self.pause()
+                self._reached(f"{path}{request.tool_call_id}").set()
+            case ToolCallStarted(tool_name=name):
+                self._spin(f"{path}running {name}")
 
     def _model_event(self, event: ModelEvent) -> None:
         match event:

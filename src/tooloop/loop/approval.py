@@ -16,7 +16,33 @@ from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 if TYPE_CHECKING:
     from .toolphase import BatchContext, Slot
 
-__all__ = ["AWAITING", "Approver", "check_decisions", "decide"]
+__all__ = ["AWAITING", "ApprovalsPending", "Approver", "check_decisions", "decide", "nested_decisions"]
+
+
+class ApprovalsPending(Exception):
+    """Raised by a tool that runs a subagent whose calls wait for a decision: the call waits too.
+
+    ``requests`` carry ids of the form ``"<this call's id>/<the subagent's call id>"`` and the
+    subagent's digests, so a decision on one reaches the subagent unchanged (:func:`nested_decisions`).
+    """
+
+    def __init__(self, requests: tuple[ApprovalRequest, ...], mismatch: ApprovalMismatchError | None = None):
+        super().__init__(f"{len(requests)} call(s) of a subagent wait for approval")
+        self.requests = requests
+        self.mismatch = mismatch
+        """A decision given for the subagent that matches none of its calls: the call keeps waiting,
+        and the run raises this once the batch is recorded."""
+
+
+def nested_decisions(decisions: Mapping[str, ApprovalDecision], call_id: str) -> dict[str, ApprovalDecision]:
+    """The decisions meant for the subagent run by call ``call_id``, with the ids it knows them by."""
+    prefix = f"{call_id}/"
+    return {
+        key[len(prefix) :]: replace(decision, tool_call_id=key[len(prefix) :])
+        for key, decision in decisions.items()
+        if key.startswith(prefix)
+    }
+
 
 Approver: TypeAlias = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
 """Decides on a call that needs approval: True/False, or a decision (which may edit arguments)."""
@@ -73,7 +99,8 @@ def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecis
     """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call
     or a call that is not waiting for one."""
     waiting = {s.template.tool_call_id for s in slots if s.outcome is None and s.tool is not None}
-    stray = sorted(set(decisions) - waiting)
+    # "<call>/<subagent's call>": a decision for a subagent's call, checked by the subagent's run
+    stray = sorted(key for key in set(decisions) - waiting if key.split("/", 1)[0] not in waiting)
     if stray:
         raise stray_decisions(stray)
     for slot in slots:

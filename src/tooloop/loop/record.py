@@ -45,7 +45,7 @@ def request_usage(usage: Usage) -> Usage:
 class Recorder:
     """Appends messages to the transcript, the outbox, the event stream and the journal."""
 
-    __slots__ = ("_outbox", "_unrecorded", "events", "journal", "transcript", "usage")
+    __slots__ = ("_outbox", "_unrecorded", "events", "journal", "transcript", "upstream", "usage")
 
     def __init__(self, transcript: Transcript, journal: Journal | None):
         self.transcript = transcript
@@ -55,6 +55,8 @@ class Recorder:
         """Where events go when someone streams the run (else none is made)."""
         self._outbox: list[Message] = []
         self._unrecorded: list[Message] = []
+        self.upstream: Recorder | None = None
+        """A subagent's parent run: each request and call counts there too (usage rolls up)."""
 
     def emit(self, event: Event) -> None:
         """Send an event to the stream consumer, if there is one."""
@@ -109,6 +111,8 @@ class Recorder:
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
         self.usage = self.usage + request_usage(usage)
+        if self.upstream is not None:
+            self.upstream.count_request(usage)
 
     def count_call(self) -> None:
         """Count one executed tool call."""
@@ -123,3 +127,5 @@ class Recorder:
             total.reasoning_tokens,
             total.cost,
         )
+        if self.upstream is not None:
+            self.upstream.count_call()

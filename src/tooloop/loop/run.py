@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
@@ -51,7 +51,7 @@ from .config import RunConfig, SessionSource
 from .contract import checked, pending_response
 from .control import StepContext, call_hook
 from .guards import Guards, cut_off, grown_max_tokens
-from .limits import budget_spent, limit_reached
+from .limits import budget_spent, cost_reached, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
 from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
@@ -69,6 +69,9 @@ from .toolphase import (
     slots_from_messages,
     slots_from_response,
 )
+
+if TYPE_CHECKING:
+    from ..store.base import Store
 
 __all__ = ["Run"]
 
@@ -124,6 +127,8 @@ class Run:
         self.watch: Watch | None = None
         self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
         self.guards = Guards(config.limits)
+        self.outer_limit: Callable[[Decimal | None], StopReason | None] | None = None
+        """A subagent's parent's bounds (its ``max_cost``), checked before each request too."""
         self.inbox = Inbox()
         self.undelivered: tuple[str, ...] = ()
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
@@ -166,6 +171,18 @@ class Run:
 
     def _end_inbox(self) -> None:
         self.undelivered = self.inbox.close()
+
+    @property
+    def session_store(self) -> Store | str | None:
+        """The store of the run's session (an open store, or its URL); None without a session."""
+        return None if self._session is None else getattr(self._session, "store", None)
+
+    def cost_check(self, next_cost: Decimal | None) -> StopReason | None:
+        """``COST_LIMIT`` when this run's ``max_cost`` (or a parent's) forbids a request costing
+        ``next_cost`` more now (what a subagent checks before each of its requests)."""
+        if cost_reached(self.config.limits, self.record.usage, next_cost):
+            return StopReason.COST_LIMIT
+        return None if self.outer_limit is None else self.outer_limit(next_cost)
 
     def send_events_to(self, channel: EventChannel) -> None:
         """Send every event of the run to ``channel`` (the stream's)."""
@@ -388,6 +405,8 @@ class Run:
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
         reason = limit_reached(self.config.limits, self.iteration, self.record.usage, self._last_cost)
+        if reason is None and self.outer_limit is not None:
+            reason = self.outer_limit(self._last_cost)
         if reason is not None:
             self._stop(reason)
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
@@ -586,6 +605,7 @@ class Run:
         """Decide approvals, run what may run, and record the batch (also when interrupted)."""
         record = self.record
         self._batch = slots
+        batch.nested.clear()
         try:
             waiting = await decide(slots, batch, deny_undecided=deny_undecided)
             if record.journal is not None and any(s.outcome is None for s in slots):
@@ -604,6 +624,10 @@ class Run:
         await record.flush()
         if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
             self._stop(self._stop_asked, self._stop_asked_text)
+        for nested in batch.nested:  # calls of subagents this batch ran
+            if nested.mismatch is not None:
+                raise nested.mismatch
+            waiting += nested.requests
         if waiting:
             self.pending = tuple(waiting)
             self._stop(StopReason.APPROVAL_REQUIRED)

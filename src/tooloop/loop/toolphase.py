@@ -16,7 +16,7 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
@@ -25,7 +25,7 @@ from ..messages import EMPTY, ContentPart, ModelResponse, StopReason, ToolCallMe
 from ..outcome import render_error, render_output, render_result
 from ..tools.execute import Lingering, invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
-from .approval import Approver
+from .approval import AWAITING, ApprovalsPending, Approver
 from .cancel import CancelToken
 from .control import Hooks, LoopControl, StepContext, call_hook
 from .guards import cut_off
@@ -96,6 +96,8 @@ class BatchContext:
     """Logs and traces each call, when anything listens."""
     deps: Any = None
     """The run's ``deps=``, handed to each tool in its context."""
+    nested: list[ApprovalsPending] = field(default_factory=list)
+    """Calls of this batch whose subagents wait for a decision (with their requests)."""
 
 
 @dataclass(slots=True)
@@ -354,6 +356,9 @@ async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
         await _decide_and_run(slot, batch, iteration)
     if slot.outcome is None:
         _stopped(slot)
+    elif slot.outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
+        await batch.record.record_outcome(slot.outcome)
+        return  # closed by the run that decides it
     await close(slot, batch, journal=True)
 
 
@@ -388,6 +393,7 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
             _progress, asyncio.get_running_loop(), batch.record.emit, template.tool_call_id, template.tool_name
         ),
         deps=batch.deps,
+        parent=batch.owner,
     )
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     batch.record.count_call()
@@ -408,6 +414,9 @@ async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float |
         if batch.token.cancelled or _being_cancelled():
             raise
         slot.finish(ToolCallStatus.ERROR, error=_cancelled_inside(exc))
+    except ApprovalsPending as pending:
+        slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
+        batch.nested.append(pending)
     except Exception as exc:
         slot.finish(ToolCallStatus.ERROR, error=exc)
     else:

@@ -234,6 +234,11 @@ class SessionBinding:
         self._key = (self._store if isinstance(self._store, str) else id(self._store), session_id)
         self._closed = threading.Event()
 
+    @property
+    def store(self) -> Store | str:
+        """The store once opened (else what was given: a store or its URL)."""
+        return self._opened if self._opened is not None else self._store
+
     async def open(self) -> tuple[Sequence[Message], SessionJournal]:
         """The session's messages (empty for a new session) and the journal to continue it.
 

@@ -74,6 +74,8 @@ class ToolContext(Generic[DepsT]):
     )
     deps: DepsT = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     """The run's dependencies (``run(..., deps=...)``); None when none were given."""
+    parent: Any = field(default=None, repr=False, compare=False)
+    """The run this call belongs to, for tools that run a subagent (``Agent.as_tool``); None outside a run."""
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Tell the stream how far the call got (a ``ToolCallProgress`` event); cheap, never blocks."""
