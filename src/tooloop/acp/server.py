@@ -42,6 +42,9 @@ __all__ = ["AcpServer"]
 
 _log = logging.getLogger("tooloop.acp")
 
+STEER_METHOD = "tooloop/steer"
+"""The extension request (``_tooloop/steer`` on the wire) that sends a message into a running turn."""
+
 
 class AcpServer:
     """Serves ``agent`` to one ACP client; each ACP session gets its own conversation.
@@ -252,8 +255,23 @@ class AcpServer:
     # ------------------------------------------------------------------ extensions
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """No custom requests are implemented: ``-32601``."""
+        """``_tooloop/steer`` (see :func:`steer`); any other custom request: ``-32601``."""
+        if method == STEER_METHOD:
+            return self._steer(params)
         raise RequestError.method_not_found(f"_{method}")
+
+    def _steer(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``{"sessionId", "text"}``: send the user's message into the session's running turn.
+
+        Answered ``{"delivered": true}`` when the turn took it (the model sees it at the next safe
+        boundary, or in one more turn if it was answering); ``false`` when no turn runs (send it
+        as a prompt instead).
+        """
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str) or not text.strip():
+            raise RequestError.invalid_params({"details": "_tooloop/steer takes {sessionId: string, text: string}"})
+        events = self._session(session_id).events
+        return {"delivered": events is not None and events.steer(text)}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """Unknown custom notifications are ignored, as the protocol asks."""
@@ -273,6 +291,7 @@ async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReaso
     assert token is not None
     try:
         async with session.stream(text, turn) as events:
+            session.events = events
             async for event in events:
                 await turn.handle(event)
     except Exception as exc:

@@ -98,6 +98,8 @@ class Session:
         self.token: CancelToken | None = None
         self.turn: Turn | None = None
         """The prompt turn running now, if any."""
+        self.events: EventStream | None = None
+        """The running turn's run, while it runs (steering messages go to it)."""
         self.spent = Usage()
         """What the session's turns used and cost so far (a loaded session starts from its stored totals)."""
         self._sources = tuple(sources)
@@ -142,6 +144,7 @@ class Session:
         """The turn was answered."""
         self.token = None
         self.turn = None
+        self.events = None
 
     def cancel(self) -> None:
         """Cancel the running turn, if any."""
