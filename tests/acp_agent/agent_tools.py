@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from tooloop import tool
+from tooloop import Agent, tool
 
 
 @tool(metadata={"kind": "think", "title": "Add numbers"})
@@ -52,3 +52,9 @@ def noisy(text: str) -> str:
 
 
 ALL = [add, explode, wait_forever, delete_file, noisy]
+
+
+# A subagent: the helper's calls that need permission are asked about through the editor.
+delegate = Agent("openai:gpt-4.1-mini", tools=[delete_file]).as_tool(
+    name="delegate", description="Hands a task to a helper agent that can delete files."
+)
