@@ -132,6 +132,7 @@ class _Nested:
         if parent is None:
             return
         run.record.upstream = parent.record
+        run.denying_undecided = parent.denying_undecided  # the parent moved on: the child's waiting calls are denied
         run.outer_limit = parent.cost_check
         if parent.record.events is not None:
             run.send_events_to(_forwarding(parent.record.emit, self.path))

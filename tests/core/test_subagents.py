@@ -238,3 +238,17 @@ async def test_deps_are_inherited_or_given() -> None:
     ):
         await Agent(delegating("x"), tools=[as_tool]).run("go", deps="parent-deps")
         assert seen.pop() == expected
+
+
+async def test_a_new_prompt_to_the_parent_denies_the_childs_waiting_call(tmp_path: Path) -> None:
+    ran: list[str] = []
+    research = researcher(ran, approval=True).as_tool(name="research", description="Research.")
+    parent = Agent(delegating("tides"), tools=[research], store=f"sqlite:///{tmp_path / 's.db'}", session_id="j")
+    first = await parent.run("go")
+    assert first.stop_reason is StopReason.APPROVAL_REQUIRED
+    moved_on = await parent.run("never mind that")
+    assert moved_on.stop_reason is StopReason.END_TURN and ran == []
+    call = moved_on.transcript.tool_invocations[0]
+    assert call.status is ToolCallStatus.OK and "no decision was given" in call.content
+    assert isinstance(moved_on.transcript[-2], UserMessage) and moved_on.transcript[-2].text == "never mind that"
+    assert_valid(moved_on.transcript)

@@ -130,6 +130,8 @@ class Run:
         self.outer_limit: Callable[[Decimal | None], StopReason | None] | None = None
         """A subagent's parent's bounds (its ``max_cost``), checked before each request too."""
         self.inbox = Inbox()
+        self.denying_undecided = False
+        """Calls waiting for a decision get none: a new prompt arrived (a subagent's run inherits this)."""
         self.undelivered: tuple[str, ...] = ()
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
 
@@ -599,7 +601,11 @@ class Run:
         check_decisions(slots, self.decisions)  # before the batch leaves the transcript
         self.record.transcript = self.record.transcript[:start]
         self.start = min(self.start, start)
-        await self._settle(slots, batch, deny_undecided=self._prompt is not None)
+        deny = self.denying_undecided = self._prompt is not None or self.denying_undecided
+        try:
+            await self._settle(slots, batch, deny_undecided=deny)
+        finally:
+            self.denying_undecided = False
 
     async def _settle(self, slots: list[Slot], batch: BatchContext, *, deny_undecided: bool = False) -> None:
         """Decide approvals, run what may run, and record the batch (also when interrupted)."""
