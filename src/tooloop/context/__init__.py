@@ -3,7 +3,7 @@
 from .policy import DEFAULT_CONTEXT_WINDOW, ContextPolicy
 from .strategies import Budget, CustomStrategy, Strategy, middle_out, oldest_first, recent_turns
 from .summary import SUMMARY_PREFIX, Summarize, is_summary, summarize
-from .tokens import EstimateCounter, TiktokenCounter, TokenCounter, counter_for
+from .tokens import EstimateCounter, FunctionCounter, TiktokenCounter, TokenCounter, counter_for
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -12,6 +12,7 @@ __all__ = [
     "ContextPolicy",
     "CustomStrategy",
     "EstimateCounter",
+    "FunctionCounter",
     "Strategy",
     "Summarize",
     "TiktokenCounter",

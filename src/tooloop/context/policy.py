@@ -8,15 +8,16 @@ budget whenever that is possible; otherwise :class:`~tooloop.errors.ContextBudge
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, ContextBudgetError
+from .._checks import describe
+from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ContextBudgetError
 from ..messages import Message, ToolCallMessage, UserMessage
 from ..models.profiles import DEFAULT_PROFILE, profile_for
-from .strategies import Budget, MiddleOut, OldestFirst, RecentTurns, Strategy, oldest_first
-from .summary import Summarize
-from .tokens import TokenCounter, counter_for
+from .strategies import Budget, MiddleOut, OldestFirst, RecentTurns, Strategy, middle_out, oldest_first
+from .summary import Summarize, summarize
+from .tokens import FunctionCounter, TokenCounter, counter_for
 from .units import Unit, split_units
 
 if TYPE_CHECKING:
@@ -39,8 +40,14 @@ class ContextPolicy:
     * ``min_recent_turns``: the last turns (from a user message on) are dropped only after
       everything older.
     * ``strategy``: ``oldest_first``, ``middle_out``, ``recent_turns(n)``, ``summarize(...)`` or a
-      function ``(messages, budget) -> messages``.
-    * ``counter``: a :class:`TokenCounter`; None picks one for the model (:func:`counter_for`).
+      function ``(messages, budget) -> messages``; the names ``"oldest_first"``, ``"middle_out"``
+      and ``"summarize"`` work too.
+    * ``counter``: a :class:`TokenCounter`, or a plain function giving the tokens of a text
+      (``lambda text: len(encoding.encode(text))``; each message costs its text's count plus a
+      small overhead); None picks one for the model (:func:`counter_for`).
+
+    Every value is checked here: a mistake is an ``ArgumentTypeError`` or ``ArgumentValueError``
+    naming the parameter, not a failure at the first request.
     """
 
     def __init__(
@@ -50,19 +57,33 @@ class ContextPolicy:
         *,
         preserve_system: bool = True,
         min_recent_turns: int = 1,
-        strategy: Strategy | Summarize = oldest_first,
+        strategy: Strategy | Summarize | str = oldest_first,
         window_fraction: float = 0.75,
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | Callable[[str], int] | None = None,
     ):
+        _positive(max_tokens, "max_tokens", "e.g. max_tokens=100_000, or None for a share of the window")
+        _positive(max_messages, "max_messages", "e.g. max_messages=200, or None for no cap")
+        if not isinstance(preserve_system, bool):
+            raise ArgumentTypeError(
+                f"ContextPolicy(preserve_system=...) takes True or False, got {describe(preserve_system)}"
+            )
+        if not isinstance(min_recent_turns, int) or isinstance(min_recent_turns, bool) or min_recent_turns < 0:
+            raise ArgumentValueError(
+                f"ContextPolicy(min_recent_turns=...) takes a whole number >= 0, got {describe(min_recent_turns)}"
+            )
+        if isinstance(window_fraction, bool) or not isinstance(window_fraction, int | float):
+            raise ArgumentTypeError(
+                f"ContextPolicy(window_fraction=...) takes a number in (0, 1], got {describe(window_fraction)}"
+            )
         if not 0 < window_fraction <= 1:
-            raise ConfigurationError("window_fraction must be in (0, 1]")
+            raise ArgumentValueError(f"window_fraction must be in (0, 1], got {window_fraction!r}")
         self.max_tokens = max_tokens
         self.max_messages = max_messages
         self.preserve_system = preserve_system
         self.min_recent_turns = min_recent_turns
-        self.strategy = strategy
+        self.strategy: Strategy | Summarize = _strategy(strategy)
         self.window_fraction = window_fraction
-        self.counter = counter
+        self.counter: TokenCounter | None = _counter(counter)
 
     def counter_for(self, model: Model | None) -> TokenCounter:
         """The counter used for ``model``."""
@@ -242,3 +263,46 @@ def _batches(messages: Sequence[Message]) -> list[tuple[str, int]]:
 def _profile_window(model: Model | None) -> int:
     name = getattr(model, "name", None)
     return profile_for(name).context_window if isinstance(name, str) else DEFAULT_CONTEXT_WINDOW
+
+
+def _positive(value: Any, name: str, example: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"ContextPolicy({name}=...) takes a whole number, got {describe(value)}; {example}")
+    if value < 1:
+        raise ArgumentValueError(f"ContextPolicy({name}=...) must be at least 1, got {value}; {example}")
+
+
+_STRATEGY_NAMES = ("oldest_first", "middle_out", "summarize")
+
+
+def _strategy(strategy: Any) -> Strategy | Summarize:
+    """The strategy given, by value or by name."""
+    if isinstance(strategy, str):
+        if strategy == "oldest_first":
+            return oldest_first
+        if strategy == "middle_out":
+            return middle_out
+        if strategy == "summarize":
+            return summarize()
+        hint = "recent_turns(n) from tooloop.context" if strategy.startswith("recent") else ", ".join(_STRATEGY_NAMES)
+        raise ArgumentValueError(f"ContextPolicy(strategy={strategy!r}) is no strategy; use {hint}")
+    if isinstance(strategy, OldestFirst | MiddleOut | RecentTurns | Summarize) or callable(strategy):
+        return strategy  # type: ignore[no-any-return]
+    raise ArgumentTypeError(
+        f"ContextPolicy(strategy=...) got {describe(strategy)}; use oldest_first, middle_out, recent_turns(n), "
+        "summarize(...), a function (messages, budget) -> messages, or one of the names " + ", ".join(_STRATEGY_NAMES)
+    )
+
+
+def _counter(counter: Any) -> TokenCounter | None:
+    """The counter given: a :class:`TokenCounter`, or a plain function of a text wrapped as one."""
+    if counter is None or (isinstance(counter, TokenCounter) and not isinstance(counter, str | bytes | list | tuple)):
+        return counter  # (a str has a count method too)
+    if callable(counter):
+        return FunctionCounter(counter)
+    raise ArgumentTypeError(
+        f"ContextPolicy(counter=...) got {describe(counter)}; pass a TokenCounter (an object with "
+        "count(message) -> int) or a function giving the tokens of a text"
+    )

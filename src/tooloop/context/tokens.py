@@ -10,11 +10,13 @@ import functools
 import json
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ArgumentValueError
 from ..messages import AssistantMessage, Message, ToolCallMessage
 
-__all__ = ["EstimateCounter", "TiktokenCounter", "TokenCounter", "counter_for", "message_text"]
+__all__ = ["EstimateCounter", "FunctionCounter", "TiktokenCounter", "TokenCounter", "counter_for", "message_text"]
 
 MESSAGE_OVERHEAD = 4
 """Tokens every message costs besides its text (role markers, separators)."""
@@ -91,6 +93,25 @@ class EstimateCounter(_CachedCounter):
 
     def _count(self, message: Message) -> int:
         return MESSAGE_OVERHEAD + int(len(message_text(message)) / self.chars_per_token + 0.999)
+
+
+class FunctionCounter(_CachedCounter):
+    """A plain function giving the tokens of a text, as a counter: each message costs its text's
+    count plus :data:`MESSAGE_OVERHEAD`. A count that is not a whole number >= 0 is an error
+    naming the function."""
+
+    def __init__(self, count_text: Callable[[str], int], *, cache_size: int = 100_000):
+        super().__init__(cache_size)
+        self.count_text = count_text
+
+    def _count(self, message: Message) -> int:
+        tokens = self.count_text(message_text(message))
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            name = getattr(self.count_text, "__qualname__", repr(self.count_text))
+            raise ArgumentValueError(
+                f"the token counter {name} must return a whole number >= 0 for a text, got {tokens!r}"
+            )
+        return MESSAGE_OVERHEAD + tokens
 
 
 class TiktokenCounter(_CachedCounter):
