@@ -241,7 +241,8 @@ class Usage:
 
     ``input_tokens`` includes cached input (``cache_read_tokens``, ``cache_write_tokens``) and
     ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US dollars, None
-    when the price is unknown; a sum is None as soon as one of its requests has no price.
+    when the price is unknown; a sum is None as soon as one of its requests has no price. A sum is
+    ``estimated`` as soon as one of its parts is.
     """
 
     input_tokens: int = 0
@@ -252,6 +253,9 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     cost: Decimal | None = None
+    estimated: bool = False
+    """True when some of the tokens are an estimate: a model that reported no usage is counted by
+    the context counter (when a token budget, ``Limits.max_total_tokens``, needs a count)."""
 
     @property
     def total_tokens(self) -> int:
@@ -270,6 +274,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             _add_cost(self, other),
+            self.estimated or other.estimated,
         )
 
 

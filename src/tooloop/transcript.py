@@ -437,6 +437,8 @@ def usage_to_dict(usage: Usage) -> dict[str, Any]:
     data: dict[str, Any] = {name: getattr(usage, name) for name in _USAGE_COUNTS if getattr(usage, name)}
     if usage.cost is not None:
         data["cost"] = str(usage.cost)
+    if usage.estimated:
+        data["estimated"] = True
     return data
 
 
@@ -460,7 +462,7 @@ def usage_from_dict(data: Mapping[str, Any]) -> Usage:
             raise ValueError(f"usage field 'cost' is not a number: {cost!r}") from exc
         if not cost.is_finite():
             raise ValueError(f"usage field 'cost' is not a finite number: {cost!r}")
-    return Usage(**counts, cost=cost)
+    return Usage(**counts, cost=cost, estimated=data.get("estimated") is True)
 
 
 def _usage(data: Mapping[str, Any]) -> Usage | None:

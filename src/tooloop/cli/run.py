@@ -136,6 +136,14 @@ async def drive(stream: EventStream, view: TurnView, term: Terminal) -> RunResul
     return stream.result
 
 
+def _usage_json(usage: Usage) -> dict[str, Any]:
+    """The usage's counts and cost; ``estimated`` only when some tokens are an estimate."""
+    data: dict[str, Any] = to_jsonable(usage)
+    if not usage.estimated:
+        data.pop("estimated", None)
+    return data
+
+
 def result_json(result: RunResult, *, session_id: str, model: str) -> dict[str, Any]:
     """What ``--json`` prints: the run's result as one JSON object."""
     usage = result.usage
@@ -145,7 +153,7 @@ def result_json(result: RunResult, *, session_id: str, model: str) -> dict[str, 
         "stop_reason": result.stop_reason.value,
         "session_id": session_id,
         "model": model,
-        "usage": {**to_jsonable(usage), "total_tokens": usage.total_tokens},
+        "usage": {**_usage_json(usage), "total_tokens": usage.total_tokens},
         "tool_calls": [
             {
                 "id": call.tool_call_id,

@@ -39,6 +39,7 @@ def request_usage(usage: Usage) -> Usage:
         usage.cache_write_tokens,
         usage.reasoning_tokens,
         usage.cost,
+        usage.estimated,
     )
 
 
@@ -126,6 +127,7 @@ class Recorder:
             total.cache_write_tokens,
             total.reasoning_tokens,
             total.cost,
+            total.estimated,
         )
         if self.upstream is not None:
             self.upstream.count_call()

@@ -16,7 +16,10 @@ __all__ = ["ApprovalDecision", "ApprovalRequest", "RunResult", "arguments_digest
 
 
 def _counts(usage: Usage) -> dict[str, int]:
-    return {f.name: getattr(usage, f.name) for f in fields(usage) if f.name != "cost"}
+    counts = {f.name: getattr(usage, f.name) for f in fields(usage) if f.name not in ("cost", "estimated")}
+    if usage.estimated:
+        counts["estimated"] = True
+    return counts
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -14,6 +14,7 @@ errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, even
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from contextlib import nullcontext
@@ -22,6 +23,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..context.tokens import counter_for
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
@@ -474,10 +476,22 @@ class Run:
                 response = checked(self.model, await pending_response(self.model, request, handler))
             except ContextLengthError as exc:
                 response = await self._request_smaller(request, handler, exc)
+        if self.config.limits.max_total_tokens is not None and not response.usage.total_tokens:
+            response = replace(response, usage=self._estimate(request, response))
         usage = response.usage
         if usage.cost is None and self.provider in PRICED_PROVIDERS:
             response = replace(response, usage=priced(usage, self.provider, response.model or self.model.name))
         return response
+
+    def _estimate(self, request: ModelRequest, response: ModelResponse) -> Usage:
+        """The usage of a response whose model reported none, by the context counter's estimate
+        (so a token budget still holds); marked ``estimated``."""
+        policy_counter = getattr(self.config.context, "counter_for", None)
+        counter = policy_counter(self.model) if policy_counter is not None else counter_for(self.model.name)
+        sent = sum(counter.count(message) for message in request.messages)
+        calls = (f"{c.name} {_arguments_text(c.arguments)}" for c in response.tool_calls)
+        said = counter.count(AssistantMessage("\n".join([response.text, *calls])))
+        return replace(response.usage, input_tokens=sent, output_tokens=said, estimated=True)
 
     async def _request_smaller(
         self, request: ModelRequest, handler: Any, overflow: ContextLengthError
@@ -676,6 +690,10 @@ def _check_source_names(config: RunConfig, listed: Sequence[Sequence[Tool]]) -> 
                 f"{shown} names {', '.join(map(repr, unknown))}, which is no tool of this agent nor of its "
                 f"tool sources ({sources}); its tools: {known}. Check the spelling"
             )
+
+
+def _arguments_text(arguments: Mapping[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)
 
 
 def _as_call(slot: Slot) -> ToolCall:

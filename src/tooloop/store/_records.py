@@ -214,11 +214,12 @@ def usage_from_json(session_id: str, text: str | Mapping[str, Any] | None) -> Us
         return Usage()
     try:
         data = json.loads(text) if isinstance(text, str) else text
-        known = {f.name for f in fields(Usage)} - {"cost"}
+        known = {f.name for f in fields(Usage)} - {"cost", "estimated"}
         cost = data.get("cost")
         return Usage(
             **{k: int(v) for k, v in data.items() if k in known},
             cost=None if cost is None else Decimal(str(cost)),
+            estimated=data.get("estimated") is True,
         )
     except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         raise CorruptDataError(f"session {session_id!r}: usage cannot be read: {exc!r}") from exc

@@ -92,9 +92,11 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
 
 
 def _usage_to_dict(usage: Usage) -> dict[str, Any]:
-    data = {f.name: getattr(usage, f.name) for f in fields(Usage) if f.name != "cost"}
+    data = {f.name: getattr(usage, f.name) for f in fields(Usage) if f.name not in ("cost", "estimated")}
     if usage.cost is not None:
         data["cost"] = str(usage.cost)
+    if usage.estimated:
+        data["estimated"] = True
     return data
 
 
