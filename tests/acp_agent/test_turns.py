@@ -17,7 +17,7 @@ async def test_handshake_advertises_only_what_works(wire: WireServer) -> None:
         assert capabilities is not None
         assert capabilities.load_session is False  # no store configured
         assert capabilities.prompt_capabilities is not None
-        assert capabilities.prompt_capabilities.image is False
+        assert capabilities.prompt_capabilities.image is True  # the model (gpt-4.1-mini) takes images
         assert capabilities.prompt_capabilities.embedded_context is True
 
 

@@ -29,12 +29,14 @@ from acp.interfaces import Client
 
 from ..agent import Agent
 from ..errors import SessionNotFoundError, ToolloopError
+from ..messages import UserPart
+from ..models.inputs import input_kinds
 from ..models.profiles import DEFAULT_PROFILE, profile_for
 from ..store.base import SessionInfo, Store
 from ..tools.tool import Tool
 from . import updates
 from .elicit import ClientAsker
-from .prompt import prompt_text
+from .prompt import prompt_content
 from .session import McpServerSpec, Session, SessionTools
 from .turn import Turn
 
@@ -87,7 +89,7 @@ class AcpServer:
         stored = self._store is not None
         capabilities = schema.AgentCapabilities(
             load_session=stored,
-            prompt_capabilities=schema.PromptCapabilities(embedded_context=True),
+            prompt_capabilities=_prompt_capabilities(_input_kinds(self._agent)),
             mcp_capabilities=schema.McpCapabilities(http=self._tools.http),
             session_capabilities=schema.SessionCapabilities(
                 list=schema.SessionListCapabilities() if stored else None,
@@ -221,7 +223,7 @@ class AcpServer:
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> schema.PromptResponse:
         """Run one turn, streaming its updates; answered with the turn's stop reason."""
         session = self._session(session_id)
-        text = prompt_text(prompt)
+        text = prompt_content(prompt, _input_kinds(session.agent))
         if session.busy:
             raise _busy(session_id)
         token = session.begin()
@@ -285,7 +287,7 @@ class AcpServer:
         await self._agent.aclose()  # the MCP servers of the agent itself
 
 
-async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReason:
+async def _run_turn(session: Session, turn: Turn, text: str | tuple[UserPart, ...]) -> schema.StopReason:
     """The turn's ACP stop reason; after a cancel always ``cancelled``, never an error."""
     token = session.token
     assert token is not None
@@ -306,6 +308,21 @@ async def _run_turn(session: Session, turn: Turn, text: str) -> schema.StopReaso
         raise RequestError.internal_error({"details": "the run ended without a result"})
     session.keep(result.transcript)
     return "cancelled" if token.cancelled else cast(schema.StopReason, result.stop_reason.acp)
+
+
+def _input_kinds(agent: Agent) -> frozenset[str]:
+    """The attachment kinds the agent's model takes; none when the model cannot be made (the
+    first prompt then reports why)."""
+    try:
+        return input_kinds(agent.model)
+    except ToolloopError:
+        return frozenset()
+
+
+def _prompt_capabilities(kinds: frozenset[str]) -> schema.PromptCapabilities:
+    """Images and audio where the model takes them; embedded resources always (text, or a binary
+    resource as an image, audio or a document the model takes)."""
+    return schema.PromptCapabilities(image="image" in kinds, audio="audio" in kinds, embedded_context=True)
 
 
 def _context_window(agent: Agent) -> int:

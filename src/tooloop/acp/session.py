@@ -14,7 +14,7 @@ from ..agent import Agent
 from ..errors import ConfigurationError
 from ..loop.cancel import CancelToken
 from ..loop.frontdoors import EventStream
-from ..messages import Usage
+from ..messages import Usage, UserPart
 from ..tools.tool import Tool
 from ..transcript import Transcript
 from .elicit import ClientAsker
@@ -151,7 +151,7 @@ class Session:
         if self.token is not None:
             self.token.cancel("the client cancelled the prompt turn")
 
-    def stream(self, text: str, turn: Turn) -> EventStream:
+    def stream(self, text: str | tuple[UserPart, ...], turn: Turn) -> EventStream:
         """The events of one turn: a stored session continues itself, else from the history."""
         if self.stored:
             return self.agent.stream(text, cancel=self.token, approve=turn.approve)

@@ -15,13 +15,18 @@ from acp import schema
 from .._json import to_jsonable
 from ..messages import (
     AssistantMessage,
+    AudioContent,
+    DocumentContent,
+    ImageContent,
     Message,
     SystemMessage,
+    TextContent,
     ThinkingPart,
     ToolCallMessage,
     ToolCallStatus,
     Usage,
     UserMessage,
+    UserPart,
 )
 from ..tools.tool import Tool
 
@@ -38,6 +43,7 @@ __all__ = [
     "tool_kind",
     "tool_title",
     "turn_usage",
+    "user_chunks",
 ]
 
 ToolKind: TypeAlias = Literal[
@@ -70,6 +76,33 @@ def thought_chunk(text: str) -> schema.AgentThoughtChunk:
 def user_chunk(text: str) -> schema.UserMessageChunk:
     """What the user said (replayed by ``session/load``)."""
     return schema.UserMessageChunk(session_update="user_message_chunk", content=_text(text))
+
+
+def user_chunks(message: UserMessage) -> Iterator[schema.UserMessageChunk]:
+    """A user message (replayed by ``session/load``): its text, or each of its parts in order."""
+    if not message.parts:
+        yield user_chunk(message.text)
+        return
+    for part in message.parts:
+        yield schema.UserMessageChunk(session_update="user_message_chunk", content=_user_block(part))
+
+
+def _user_block(
+    part: UserPart,
+) -> (
+    schema.TextContentBlock | schema.ImageContentBlock | schema.AudioContentBlock | schema.EmbeddedResourceContentBlock
+):
+    if isinstance(part, TextContent):
+        return _text(part.text)
+    if isinstance(part, ImageContent):
+        return schema.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type)
+    if isinstance(part, AudioContent):
+        return schema.AudioContentBlock(type="audio", data=part.data, mime_type=part.mime_type)
+    if isinstance(part, DocumentContent):
+        uri = f"attachment:{part.name or 'document'}"
+        resource = schema.BlobResourceContents(uri=uri, blob=part.data, mime_type=part.mime_type)
+        return schema.EmbeddedResourceContentBlock(type="resource", resource=resource)
+    assert_never(part)
 
 
 def _text(text: str) -> schema.TextContentBlock:
@@ -247,7 +280,7 @@ def replay(messages: Iterable[Message], tools: Mapping[str, Tool]) -> Iterator[U
             continue
         batch = None
         if isinstance(message, UserMessage):
-            yield user_chunk(message.text)
+            yield from user_chunks(message)
         elif isinstance(message, AssistantMessage):
             yield from _replay_answer(message.thinking, message.text)
         elif not isinstance(message, SystemMessage):
