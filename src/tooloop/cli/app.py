@@ -172,7 +172,7 @@ AgentName = Annotated[
     str | None,
     typer.Option(
         "--agent",
-        "-a",
+        "-A",
         metavar="NAME",
         help="An agent of tooloop.toml (\\[agents.NAME]), or module:attribute of an Agent; options change it.",
     ),
@@ -214,6 +214,27 @@ BaseUrl = Annotated[
 ApiKeyEnv = Annotated[
     str | None,
     typer.Option("--api-key-env", metavar="NAME", help="Read the API key from this environment variable."),
+]
+Attach = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--attach",
+        "-a",
+        metavar="PATH|URL|-",
+        help="An image, audio or document for the model (a file, an http(s) URL, or - for stdin); repeatable.",
+    ),
+]
+AttachType = Annotated[
+    str | None,
+    typer.Option(
+        "--attach-type", metavar="TYPE", help="The media type of the attachments (e.g. image/png) when not detected."
+    ),
+]
+Fragment = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fragment", "-f", metavar="PATH", help="A text file whose text goes into the prompt, before it; repeatable."
+    ),
 ]
 NoStream = Annotated[bool, typer.Option("--no-stream", help="Plain requests instead of streamed ones.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]

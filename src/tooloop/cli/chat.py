@@ -14,12 +14,14 @@ from dataclasses import dataclass, replace
 from .._children import terminating
 from .._render import usage_text
 from ..agent import Agent
-from ..errors import ToolloopError
+from ..errors import ToolloopError, UnsupportedContentError
 from ..loop.frontdoors import EventStream
-from ..messages import StopReason, Usage
+from ..messages import StopReason, Usage, UserMessage
+from ..models.inputs import check_prompt_inputs
 from ..store import BaseStore
 from .approvals import Approve, CommandApprover, read_line
-from .exits import ExitCode, describe
+from .attach import NO_ATTACHMENTS, Attachments
+from .exits import ExitCode, describe, fail
 from .remember import SessionSetup, last_run, save_setup
 from .run import drive
 from .setup import AgentOptions, model_label, new_session_id, open_cli_store, open_session, start_session
@@ -50,6 +52,8 @@ class ChatOptions:
     continue_last: bool = False
     approve: Approve = Approve.ASK
     store: str | None = None
+    attachments: Attachments = NO_ATTACHMENTS
+    """``-a`` and ``-f``: sent with the first message."""
 
 
 class _Lines:
@@ -96,6 +100,7 @@ class Chat:
         self.last_usage = Usage()
         self._stream: EventStream | None = None
         self.approver: CommandApprover | None = None
+        self.attachments = NO_ATTACHMENTS
 
     async def turn(self, text: str, approve: Approve) -> None:
         """One run of the agent on the session, shown as it happens."""
@@ -103,7 +108,13 @@ class Chat:
         if self.approver is None:
             self.approver = CommandApprover(approve, view, self.lines.ask, self._cancel)
         self.approver.view = view
-        stream = self.agent.stream(text, approve=self.approver if self.approver.can_decide else None)
+        prompt = self.attachments.prompt(text)
+        try:
+            stream = self.agent.stream(prompt, approve=self.approver if self.approver.can_decide else None)
+        except UnsupportedContentError as exc:  # an attachment this model cannot take: nothing was sent
+            self.term.error(describe(exc))
+            return
+        self.attachments = NO_ATTACHMENTS
         self._stream = stream
         result = await drive(stream, view, self.term)
         self.last_usage = result.usage
@@ -218,6 +229,16 @@ async def _show_continued(store: BaseStore, session_id: str, term: Terminal) -> 
     term.show(f"continuing: {info.title or '(untitled)'} · {info.message_count} messages so far", "dim")
 
 
+def _checked(attachments: Attachments, agent: Agent) -> Attachments:
+    """The attachments, refused at once (exit 2) when the model cannot take one of them."""
+    if attachments.files:
+        try:
+            check_prompt_inputs(agent.model, [UserMessage(parts=attachments.files)])
+        except UnsupportedContentError as exc:
+            fail(str(exc))
+    return attachments
+
+
 async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
     """Run the chat until the user quits."""
     async with open_cli_store(options.store) as store:
@@ -225,6 +246,7 @@ async def chat_command(options: ChatOptions, term: Terminal) -> ExitCode:
         start = await start_session(store, options.agent, session_id, term)
         lines = _Lines(term)
         chat = Chat(start.agent, start.setup, session_id, store, term, lines)
+        chat.attachments = _checked(options.attachments, start.agent)
         why = "" if start.choice.reason == "--model" else f" ({start.choice.reason})"
         model = start.choice.spec
         name = start.agent.name

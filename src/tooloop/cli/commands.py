@@ -10,9 +10,12 @@ from .app import (
     AgentName,
     ApiKeyEnv,
     ApproveOption,
+    Attach,
+    AttachType,
     BaseUrl,
     CliCommand,
     Debug,
+    Fragment,
     JsonFlag,
     MaxTurns,
     Mcp,
@@ -30,7 +33,7 @@ from .app import (
     option_pairs,
 )
 from .approvals import Approve
-from .exits import ExitCode
+from .exits import ExitCode, fail
 from .setup import AgentOptions, check_positive
 from .terminal import Terminal
 
@@ -81,6 +84,8 @@ def _agent_options(
         'tooloop run "What time is it in Tokyo?" --mcp "uvx mcp-server-time" --approve all',
         'tooloop run "Review my last commit" --agent reviewer       # [agents.reviewer] of tooloop.toml',
         'tooloop run "Clean up the build folder" --approve none --json | jq .stop_reason',
+        'tooloop run "What is in this picture?" -a photo.jpg',
+        'tooloop run "Summarise the report" -a https://example.com/report.pdf -f notes.md',
     ),
 )
 def run(
@@ -103,6 +108,9 @@ def run(
     max_turns: MaxTurns = None,
     timeout: Timeout = None,
     approve: ApproveOption = Approve.ASK,
+    attach: Attach = None,
+    attach_type: AttachType = None,
+    fragment: Fragment = None,
     json: JsonFlag = False,
     encoding: Annotated[
         str, typer.Option("--encoding", metavar="NAME", help="The encoding of piped input and the prompt.")
@@ -118,11 +126,13 @@ def run(
     With --json, stdout holds one JSON object: text, stop_reason, session_id, usage, tool_calls,
     pending_approvals, error, messages.
     """
+    from .attach import read_attachments
     from .run import RunOptions, read_prompt, run_command
 
     async def work() -> ExitCode:
+        parts, _ = read_attachments(attach or (), fragment or (), attach_type, encoding)
         options = RunOptions(
-            prompt=read_prompt(prompt, encoding=encoding),
+            prompt=parts.prompt(read_prompt(prompt, encoding=encoding)),
             agent=_agent_options(
                 model,
                 system,
@@ -151,6 +161,7 @@ def run(
         "tooloop chat --tool mypkg.tools:search --approve ask",
         "tooloop chat --session 3f2a9c1e07b4",
         "tooloop chat --agent researcher --mcp-url http://127.0.0.1:8000/mcp",
+        "tooloop chat -a diagram.png -f design.md     # both go with the first message",
     ),
 )
 def chat(
@@ -170,6 +181,9 @@ def chat(
     max_turns: MaxTurns = None,
     timeout: Timeout = None,
     approve: ApproveOption = Approve.ASK,
+    attach: Attach = None,
+    attach_type: AttachType = None,
+    fragment: Fragment = None,
     store: Store = None,
     no_stream: NoStream = False,
     debug: Debug = False,
@@ -178,11 +192,17 @@ def chat(
 
     Ctrl-C cancels the current turn and keeps the session; Ctrl-C twice at the prompt (or Ctrl-D,
     or /exit) quits. Type /help for the commands (/model, /tools, /usage, /new, /exit).
+    Attachments (-a) and fragments (-f) go with the first message.
     """
+    from .attach import read_attachments
     from .chat import ChatOptions, chat_command
 
     async def work() -> ExitCode:
+        if "-" in (attach or ()):
+            fail("tooloop chat reads your messages from standard input: attach files or URLs, not -a -")
+        parts, _ = read_attachments(attach or (), fragment or (), attach_type, "utf-8")
         options = ChatOptions(
+            attachments=parts,
             agent=_agent_options(
                 model,
                 system,

@@ -19,7 +19,7 @@ from ..agent import Agent
 from ..errors import ToolloopError
 from ..loop.frontdoors import EventStream
 from ..loop.result import RunResult
-from ..messages import StopReason, Usage
+from ..messages import StopReason, Usage, UserPart
 from ..transcript import Transcript
 from .approvals import Approve, Asker, CommandApprover, read_line
 from .exits import ExitCode, exit_code_for_stop, fail
@@ -35,7 +35,8 @@ __all__ = ["RunOptions", "drive", "read_prompt", "result_json", "run_command", "
 class RunOptions:
     """``tooloop run``'s options besides the agent's."""
 
-    prompt: str | None
+    prompt: str | tuple[UserPart, ...] | None
+    """The question, or its parts when there are attachments (``-a``, ``-f``)."""
     agent: AgentOptions
     session: str | None = None
     continue_last: bool = False
@@ -216,7 +217,7 @@ def _report(term: Terminal, result: RunResult, session_id: str) -> None:
 
 async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
     """Run one turn and print it; returns the exit code."""
-    if options.prompt is not None and not options.prompt.strip():
+    if isinstance(options.prompt, str) and not options.prompt.strip():
         fail('the prompt is empty: tooloop run "your question" (or --session ID / -c without one to go on)')
     async with open_cli_store(options.store) as store:
         session_id, new = await open_session(store, options.session, options.continue_last, term)
