@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tooloop import tool
+from tooloop import Agent, tool
 
 
 @tool
@@ -50,3 +50,6 @@ def long_text(size: int) -> str:
 
 
 TOOLS = [add, explode, remove_file, long_text]
+
+# A subagent whose file removals are asked about at the chat's prompt (``--tool ...:HELPER``).
+HELPER = [Agent("openai:gpt-4.1-mini", tools=[remove_file]).as_tool(name="helper", description="Tidies files up.")]
