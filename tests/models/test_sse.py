@@ -148,7 +148,7 @@ def _cuts(body: bytes) -> list[tuple[int, ...]]:
 
 def _record(**fields: object) -> dict[str, object]:
     """A chunk record as plain values: every field, null when not sent (``choices``: left out)."""
-    return {"usage": None, "model": None, "error": None, **fields}
+    return {"usage": None, "model": None, "id": None, "error": None, "prompt_token_ids": None, **fields}
 
 
 def _as_read(typed: bool, *events: dict[str, object]) -> list[object]:
@@ -161,10 +161,10 @@ both = pytest.mark.parametrize("typed", [True, False], ids=["records", "json"])
 @both
 async def test_events_of_a_stream_in_any_pieces_up_to_done(typed: bool) -> None:
     body = (
-        b'data: {"model":"a","id":"x"}\n\ndata: {"usage":{"n":[2,3]}}\n\ndata: {"model":"x,y"}\n\n'
+        b'data: {"model":"a","object":"x"}\n\ndata: {"usage":{"n":[2,3]}}\n\ndata: {"model":"x,y"}\n\n'
         b'data: [DONE]\n\ndata: {"model":"late"}\n\n'
     )
-    expected = _as_read(typed, {"model": "a", "id": "x"}, {"usage": {"n": [2, 3]}}, {"model": "x,y"})
+    expected = _as_read(typed, {"model": "a", "object": "x"}, {"usage": {"n": [2, 3]}}, {"model": "x,y"})
     if typed:
         expected[0] = _record(model="a")  # fields a chunk record does not have are skipped
     for cuts in _cuts(body):
