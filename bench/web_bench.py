@@ -3,7 +3,7 @@
 Builds a store with one 10,000-message session and N (default 100,000) small sessions, starts
 ``tooloop web`` on it as a real server, and times full page loads over HTTP (median of 7):
 
-* the session list (newest first, sorted by tokens, a full-text search, a filter);
+* the session list (newest first, sorted by tokens and by cost, a full-text search, a filter);
 * the 10,000-message session (its first and its last page) and its live fragment.
 
 The small sessions are written in bulk with SQL in one transaction for speed; the store's own
@@ -60,9 +60,17 @@ def _small_sessions(count: int) -> list[tuple[str, str, list[str], str]]:
     sessions = []
     for n in range(count):
         data = [json.dumps(message_to_dict(m), separators=(",", ":")) for m in turn(n)]
-        usage = json.dumps({"input_tokens": n % 997, "output_tokens": n % 89, "requests": 1, "tool_calls": 1})
+        cost = f"0.{(n * 7919) % 100000:05d}"
+        usage = json.dumps(
+            {"input_tokens": n % 997, "output_tokens": n % 89, "requests": 1, "tool_calls": 1, "cost": cost}
+        )
         sessions.append((f"s{n:06d}", f"{now - n:.3f}", data, usage))
     return sessions
+
+
+def _tokens(usage: str) -> int:
+    data = json.loads(usage)
+    return int(data["input_tokens"] + data["output_tokens"])
 
 
 def _bulk_sqlite(url: str, sessions: list[tuple[str, str, list[str], str]]) -> None:
@@ -72,9 +80,9 @@ def _bulk_sqlite(url: str, sessions: list[tuple[str, str, list[str], str]]) -> N
     with conn:
         conn.executemany(
             "INSERT INTO tooloop_sessions (id, title, model, created_at, updated_at, version, message_count, usage, "
-            "tokens, tool_calls) VALUES (?, ?, 'bench:model', ?, ?, 3, 3, ?, ?, 1)",
+            "tokens, tool_calls, cost) VALUES (?, ?, 'bench:model', ?, ?, 3, 3, ?, ?, 1, ?)",
             [
-                (sid, f"session {sid}", float(at), float(at), usage, json.loads(usage)["input_tokens"])
+                (sid, f"session {sid}", float(at), float(at), usage, _tokens(usage), json.loads(usage)["cost"])
                 for sid, at, _, usage in sessions
             ],
         )
@@ -96,9 +104,9 @@ def _bulk_postgres(url: str, sessions: list[tuple[str, str, list[str], str]]) ->
     with psycopg.connect(url) as conn, conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO tooloop_sessions (id, title, model, created_at, updated_at, version, message_count, usage, "
-            "tokens, tool_calls) VALUES (%s, %s, 'bench:model', %s, %s, 3, 3, %s, %s, 1)",
+            "tokens, tool_calls, cost) VALUES (%s, %s, 'bench:model', %s, %s, 3, 3, %s, %s, 1, %s)",
             [
-                (sid, f"session {sid}", float(at), float(at), usage, json.loads(usage)["input_tokens"])
+                (sid, f"session {sid}", float(at), float(at), usage, _tokens(usage), json.loads(usage)["cost"])
                 for sid, at, _, usage in sessions
             ],
         )
@@ -138,6 +146,9 @@ def measure(url: str, label: str) -> None:
         pages = {
             "sessions, newest first": "/",
             "sessions, by tokens": "/?order=tokens",
+            "sessions, by tokens, fewest first": "/?order=tokens&dir=asc",
+            "sessions, by cost": "/?order=cost",
+            "sessions, by cost, page 100": "/?order=cost&page=100",
             "sessions, page 100": "/?page=100",
             "sessions, search 'lighthouse'": "/?q=lighthouse",
             "sessions, stop reason filter": "/?stop=end_turn&model=bench%3Amodel",

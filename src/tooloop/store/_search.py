@@ -62,7 +62,16 @@ class SearchQuery:
             where.append("errors > 0")
         return ("WHERE " + " AND ".join(where)) if where else "", params
 
-    def order(self, columns: Mapping[str, str]) -> str:
-        """The ORDER BY clause (ties broken by id, so pages never repeat a session)."""
-        direction = "DESC" if self.descending else "ASC"
-        return f"ORDER BY {columns.get(self.order_by, self.order_by)} {direction}, id"
+    def order(self, columns: Mapping[str, str], nullable: frozenset[str] = frozenset()) -> str:
+        """The ORDER BY clause: ties broken by id (so pages never repeat a session), ascending the
+        exact reverse of descending, so one index ``(column DESC, id)`` serves both directions.
+
+        An unknown value (NULL) sorts as the smallest, as SQLite does; ``nullable`` names the
+        columns that need it said (PostgreSQL sorts NULL as the largest).
+        """
+        column = columns.get(self.order_by, self.order_by)
+        if self.descending:
+            nulls = " NULLS LAST" if self.order_by in nullable else ""
+            return f"ORDER BY {column} DESC{nulls}, id"
+        nulls = " NULLS FIRST" if self.order_by in nullable else ""
+        return f"ORDER BY {column} ASC{nulls}, id DESC"

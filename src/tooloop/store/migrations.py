@@ -194,6 +194,15 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        7,
+        "sessions sorted by tokens or by cost through an index (either direction, unknown cost smallest)",
+        (
+            "CREATE INDEX tooloop_sessions_tokens ON tooloop_sessions (tokens DESC, id)",
+            # The expression is the one search() sorts by: the cost column holds decimal text.
+            "CREATE INDEX tooloop_sessions_cost ON tooloop_sessions (CAST(cost AS REAL) DESC, id)",
+        ),
+    ),
 )
 
 
@@ -351,6 +360,14 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tooloop_messages ADD COLUMN written_at DOUBLE PRECISION",
             # Set as a second step so rows written before stay NULL (unknown), not the migration's time.
             "ALTER TABLE tooloop_messages ALTER COLUMN written_at SET DEFAULT extract(epoch FROM clock_timestamp())",
+        ),
+    ),
+    Migration(
+        7,
+        "sessions sorted by tokens or by cost through an index (either direction, unknown cost smallest)",
+        (
+            "CREATE INDEX tooloop_sessions_tokens ON tooloop_sessions (tokens DESC, id)",
+            "CREATE INDEX tooloop_sessions_cost ON tooloop_sessions (cost DESC NULLS LAST, id)",
         ),
     ),
 )

@@ -60,6 +60,7 @@ _INSERT_SESSION_COLUMNS = (
 )
 _MIGRATION_LOCK = 0x746F6F6C6F6F70  # "tooloop": one process migrates at a time
 _ORDER_COLUMNS = {"updated": "updated_at", "created": "created_at", "messages": "message_count"}
+_NULLABLE_ORDERS = frozenset({"title", "model", "cost", "stop_reason"})
 _INSERT_ROW = "INSERT INTO tooloop_messages VALUES (%s, %s, %s, %s, %s, %s, %s)"
 
 
@@ -281,7 +282,7 @@ class PostgresStore(BaseStore):
         where, params = query.conditions(
             "id IN (SELECT session_id FROM tooloop_search WHERE body @@ to_tsquery('simple', %s))", match, "%s"
         )
-        order = query.order(_ORDER_COLUMNS)
+        order = query.order(_ORDER_COLUMNS, _NULLABLE_ORDERS)
         sql = f"SELECT {_SESSION_COLUMNS} FROM tooloop_sessions {where} {order} LIMIT %s OFFSET %s"
 
         async def found(conn: _Conn, again: bool) -> list[SessionInfo]:
