@@ -7,10 +7,10 @@ and the journal (a stored session), which is written once per step by :meth:`Rec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from ..events import Event, MessageAdded
+from ..events import Event, MessageAdded, ToolCallProgress
 from ..messages import Message, ToolCallMessage, Usage
 from ..transcript import Transcript
 from .channel import EventChannel
@@ -19,7 +19,11 @@ __all__ = ["Journal", "Recorder", "request_usage"]
 
 
 class Journal(Protocol):
-    """Where a run writes each message as soon as it exists (a session in a store)."""
+    """Where a run writes each message as soon as it exists (a session in a store).
+
+    A journal may also have ``note_progress(event)`` (a plain, non-blocking method): running tool
+    calls' :class:`~tooloop.events.ToolCallProgress` go there too, for the session's viewers.
+    """
 
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
@@ -66,6 +70,13 @@ class Recorder:
             channel.items.append(event)  # EventChannel.put, inline
             if channel.waiter is not None:
                 channel.wake()
+
+    def progress(self, event: ToolCallProgress) -> None:
+        """A running call reported progress: to the stream consumer, and to the journal's viewers."""
+        self.emit(event)
+        note: Callable[[ToolCallProgress], None] | None = getattr(self.journal, "note_progress", None)
+        if note is not None:
+            note(event)
 
     def append(self, messages: Sequence[Message]) -> None:
         """Add ``messages`` to the transcript and the outbox; the journal gets them at :meth:`flush`."""

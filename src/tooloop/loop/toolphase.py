@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
-from ..events import Event, ToolCallFinished, ToolCallProgress, ToolCallStarted
+from ..events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from ..messages import EMPTY, ContentPart, ModelResponse, StopReason, ToolCallMessage, ToolCallStatus, ToolOutput
 from ..outcome import render_error, render_output, render_result
 from ..tools.execute import Lingering, invoke, run_concurrently
@@ -390,7 +390,7 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         batch.token,
         batch.run_id,
         on_progress=functools.partial(
-            _progress, asyncio.get_running_loop(), batch.record.emit, template.tool_call_id, template.tool_name
+            _progress, asyncio.get_running_loop(), batch.record.progress, template.tool_call_id, template.tool_name
         ),
         deps=batch.deps,
         parent=batch.owner,
@@ -425,7 +425,7 @@ async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float |
 
 def _progress(
     loop: asyncio.AbstractEventLoop,
-    emit: Callable[[Event], None],
+    emit: Callable[[ToolCallProgress], None],
     call_id: str,
     name: str,
     progress: float,

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._common import BaseStore
-from .base import UNSET, SessionInfo, Store, Write
+from .base import UNSET, Progress, SessionInfo, Store, Write
 from .exchange import EXPORT_FORMAT, EXPORT_VERSION
 from .journal import SessionLease
 
@@ -19,6 +19,7 @@ __all__ = [
     "EXPORT_VERSION",
     "UNSET",
     "BaseStore",
+    "Progress",
     "SessionInfo",
     "SessionLease",
     "Store",

@@ -18,10 +18,10 @@ from ..errors import SessionBusyError, SessionNotFoundError
 from ..messages import Message, Usage
 from ..transcript import Transcript
 from ._records import Record
-from .base import UNSET, SessionInfo, SessionOrder, Write
+from .base import UNSET, Progress, SessionInfo, SessionOrder, Write
 from .exchange import build_export, parse_export
 
-__all__ = ["CLAIM_LEASE_SQL", "BaseStore", "busy", "masked_url"]
+__all__ = ["CLAIM_LEASE_SQL", "PROGRESS_SQL", "BaseStore", "busy", "masked_url", "optional_float"]
 
 CLAIM_LEASE_SQL = (
     "INSERT INTO tooloop_leases (session_id, owner, expires_at) VALUES (?, ?, ?) "
@@ -30,6 +30,23 @@ CLAIM_LEASE_SQL = (
     "RETURNING owner"
 )
 """Take or renew a lease: it succeeds when the session has none, it is ours, or it has expired."""
+
+
+PROGRESS_SQL = (
+    "INSERT INTO tooloop_progress (session_id, tool_call_id, progress, total, message, reported_at) "
+    "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM tooloop_sessions WHERE id = ?) "
+    "AND NOT EXISTS (SELECT 1 FROM tooloop_messages WHERE session_id = ? AND tool_call_id = ? "
+    "AND status NOT IN ('started', 'pending')) "
+    "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET progress = excluded.progress, total = excluded.total, "
+    "message = excluded.message, reported_at = excluded.reported_at"
+)
+"""Keep a running call's latest progress; nothing for a session that does not exist or a call that
+already has its outcome (a late report never outlives the call)."""
+
+
+def optional_float(value: Any) -> float | None:
+    """A nullable number column as a float."""
+    return None if value is None else float(value)
 
 
 def masked_url(url: str) -> str:
@@ -126,6 +143,25 @@ class BaseStore(ABC):
         """Every record written to the session, in order, with when it was written: what a timeline
         of model requests and tool calls is drawn from (a call's ``started`` record and its outcome
         give its duration). :class:`~tooloop.errors.SessionNotFoundError` if absent."""
+
+    @abstractmethod
+    async def report_progress(
+        self, session_id: str, tool_call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Keep the latest progress of a running tool call (replacing what it reported before): what
+        a viewer of the session shows while the call runs. The call's outcome, when written,
+        removes it. Nothing happens when the session does not exist."""
+
+    @abstractmethod
+    async def progress(self, session_id: str) -> list[Progress]:
+        """The latest progress of the session's calls that reported some and have no outcome yet,
+        by call id."""
+
+    @abstractmethod
+    async def activity(self, session_id: str) -> tuple[int, float | None]:
+        """The session's version and when a running call of it last reported progress (epoch
+        seconds, None if none did), in one indexed read: what a viewer watches to know the
+        session changed. :class:`~tooloop.errors.SessionNotFoundError` if absent."""
 
     @abstractmethod
     async def delete(self, session_id: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, Usage
 from ..transcript import Transcript
 
-__all__ = ["SESSION_ORDERS", "UNSET", "SessionInfo", "SessionOrder", "Store", "Write"]
+__all__ = ["SESSION_ORDERS", "UNSET", "Progress", "SessionInfo", "SessionOrder", "Store", "Write"]
 
 
 class _Unset:
@@ -62,6 +62,17 @@ class Write:
     """The tool call's status in this record (``started``, ``ok``...); None for other messages."""
     written_at: datetime | None
     """When it was written; None for records from before tooloop noted the time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The latest progress a running tool call reported (``progress`` of ``total`` when known)."""
+
+    tool_call_id: str
+    progress: float
+    total: float | None
+    message: str | None
+    reported_at: datetime | None
 
 
 SessionOrder = Literal[

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ArgumentTypeError, ArgumentValueError, ConflictError, SessionBusyError, SessionNotFoundError
+from ..events import ToolCallProgress
 from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage, UserMessage
 from ..transcript import Transcript
+from ._common import BaseStore
 from .base import Store
 
 __all__ = [
@@ -170,12 +172,19 @@ class _OpenRuns:
 _OPEN_RUNS = _OpenRuns()
 
 
+PROGRESS_INTERVAL = 0.25
+"""Seconds between two progress writes of one run: reports in between are coalesced, the latest wins."""
+
+
 class SessionJournal:
     """Appends each message the loop records to ``session_id``, checking ``version`` every time.
 
     If another writer appended to the session meanwhile, :class:`~tooloop.errors.ConflictError`
     stops this run instead of interleaving two conversations; the journal then refuses further
     writes, and :attr:`written` says what to take back (:meth:`SessionBinding.close` does).
+
+    Running calls' progress goes to the store too (a built-in store keeps each call's latest), at
+    most every :data:`PROGRESS_INTERVAL` seconds, so a viewer of the session can show it.
     """
 
     def __init__(self, store: Store, session_id: str, version: int):
@@ -187,9 +196,45 @@ class SessionJournal:
         self.lost = False
         """True once a write lost to another writer."""
         self._lock = asyncio.Lock()
+        self._progress: dict[str, ToolCallProgress] = {}
+        self._progress_task: asyncio.Task[None] | None = None
+
+    def note_progress(self, event: ToolCallProgress) -> None:
+        """Keep a running call's progress for the session's viewers; never blocks (a task writes it)."""
+        if self.lost or not isinstance(self.store, BaseStore):
+            return
+        self._progress[event.tool_call_id] = event
+        if self._progress_task is None or self._progress_task.done():
+            self._progress_task = asyncio.get_running_loop().create_task(self._write_progress(self.store))
+
+    async def _write_progress(self, store: BaseStore) -> None:
+        while self._progress:
+            pending, self._progress = self._progress, {}
+            async with self._lock:  # never between a call's outcome and its write
+                for event in pending.values():
+                    try:
+                        await store.report_progress(
+                            self.session_id, event.tool_call_id, event.progress, event.total, event.message
+                        )
+                    except Exception as exc:  # progress is for viewers: the run goes on without it
+                        _log.debug("session %s: progress not written: %s", self.session_id, exc)
+            await asyncio.sleep(PROGRESS_INTERVAL)
+
+    async def stop_progress(self) -> None:
+        """Stop writing progress (the run is over; what is not written yet no longer matters)."""
+        task, self._progress_task = self._progress_task, None
+        self._progress.clear()
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def record(self, messages: Sequence[Message]) -> None:
         """Persist ``messages``; a tool call recorded again replaces its earlier record."""
+        if self._progress:
+            for message in messages:  # a call with its outcome has no progress left to show
+                if isinstance(message, ToolCallMessage) and message.status.finished:
+                    self._progress.pop(message.tool_call_id, None)
         async with self._lock:  # parallel tool calls record their outcomes concurrently
             if self.lost:
                 raise ConflictError(
@@ -296,6 +341,8 @@ class SessionBinding:
         this binding opened from a URL."""
         journal = self._journal
         try:
+            if journal is not None:
+                await journal.stop_progress()
             if self._opened is not None and journal is not None and journal.lost:
                 # A run that lost to another writer leaves nothing behind that nobody built on: the
                 # store takes its messages back unless the winner wrote after them (the session's

@@ -203,6 +203,28 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX tooloop_sessions_cost ON tooloop_sessions (CAST(cost AS REAL) DESC, id)",
         ),
     ),
+    Migration(
+        8,
+        "the latest progress of each running tool call, gone once the call has its outcome",
+        (
+            """CREATE TABLE tooloop_progress (
+                session_id TEXT NOT NULL,
+                tool_call_id TEXT NOT NULL,
+                progress REAL NOT NULL,
+                total REAL,
+                message TEXT,
+                reported_at REAL NOT NULL,
+                PRIMARY KEY (session_id, tool_call_id)
+            )""",
+            """CREATE TRIGGER tooloop_progress_done AFTER INSERT ON tooloop_messages
+                WHEN new.status IS NOT NULL AND new.status NOT IN ('started', 'pending') BEGIN
+                DELETE FROM tooloop_progress WHERE session_id = new.session_id AND tool_call_id = new.tool_call_id;
+            END""",
+            """CREATE TRIGGER tooloop_progress_gone AFTER DELETE ON tooloop_sessions BEGIN
+                DELETE FROM tooloop_progress WHERE session_id = old.id;
+            END""",
+        ),
+    ),
 )
 
 
@@ -368,6 +390,34 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         (
             "CREATE INDEX tooloop_sessions_tokens ON tooloop_sessions (tokens DESC, id)",
             "CREATE INDEX tooloop_sessions_cost ON tooloop_sessions (cost DESC NULLS LAST, id)",
+        ),
+    ),
+    Migration(
+        8,
+        "the latest progress of each running tool call, gone once the call has its outcome",
+        (
+            """CREATE TABLE tooloop_progress (
+                session_id TEXT NOT NULL,
+                tool_call_id TEXT NOT NULL,
+                progress DOUBLE PRECISION NOT NULL,
+                total DOUBLE PRECISION,
+                message TEXT,
+                reported_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (session_id, tool_call_id)
+            )""",
+            """CREATE FUNCTION tooloop_progress_done() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_TABLE_NAME = 'tooloop_sessions' THEN
+                    DELETE FROM tooloop_progress WHERE session_id = OLD.id;
+                ELSIF NEW.status IS NOT NULL AND NEW.status NOT IN ('started', 'pending') THEN
+                    DELETE FROM tooloop_progress WHERE session_id = NEW.session_id AND tool_call_id = NEW.tool_call_id;
+                END IF;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER tooloop_progress_done AFTER INSERT ON tooloop_messages "
+            "FOR EACH ROW EXECUTE FUNCTION tooloop_progress_done()",
+            "CREATE TRIGGER tooloop_progress_gone AFTER DELETE ON tooloop_sessions "
+            "FOR EACH ROW EXECUTE FUNCTION tooloop_progress_done()",
         ),
     ),
 )

@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from ..errors import ArgumentValueError, ConflictError, SessionNotFoundError, StoreError, StoreUnavailableError
 from ..messages import Message, Usage
 from ..transcript import SCHEMA_VERSION, Transcript
-from ._common import CLAIM_LEASE_SQL, BaseStore, busy, masked_url
+from ._common import CLAIM_LEASE_SQL, PROGRESS_SQL, BaseStore, busy, masked_url, optional_float
 from ._records import (
     Latest,
     Record,
@@ -43,7 +43,7 @@ from ._records import (
     usage_to_json,
 )
 from ._search import SearchQuery
-from .base import UNSET, SessionInfo, SessionOrder, Write
+from .base import UNSET, Progress, SessionInfo, SessionOrder, Write
 from .migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, check_schema_version
 
 __all__ = ["PostgresStore"]
@@ -328,6 +328,47 @@ class PostgresStore(BaseStore):
             return [Write(int(r[0]), int(r[1]), r[2], r[3], to_datetime(r[4])) for r in await cursor.fetchall()]
 
         return await self._retrying(f"reading the writes of session {session_id!r}", read, write=False)
+
+    async def report_progress(
+        self, session_id: str, tool_call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """See :meth:`BaseStore.report_progress`."""
+        values = (session_id, tool_call_id, progress, total, message, time.time(), session_id, session_id, tool_call_id)
+
+        async def write(conn: _Conn, again: bool) -> None:
+            await conn.execute(PROGRESS_SQL.replace("?", "%s"), values)
+
+        await self._retrying(f"noting progress in session {session_id!r}", write)
+
+    async def progress(self, session_id: str) -> list[Progress]:
+        """See :meth:`BaseStore.progress`."""
+
+        async def read(conn: _Conn, again: bool) -> list[Progress]:
+            cursor = await conn.execute(
+                "SELECT tool_call_id, progress, total, message, reported_at FROM tooloop_progress "
+                "WHERE session_id = %s ORDER BY tool_call_id",
+                (session_id,),
+            )
+            rows = await cursor.fetchall()
+            return [Progress(r[0], float(r[1]), optional_float(r[2]), r[3], to_datetime(r[4])) for r in rows]
+
+        return await self._retrying("reading progress", read, write=False)
+
+    async def activity(self, session_id: str) -> tuple[int, float | None]:
+        """See :meth:`BaseStore.activity`."""
+
+        async def read(conn: _Conn, again: bool) -> tuple[int, float | None]:
+            cursor = await conn.execute(
+                "SELECT version, (SELECT max(reported_at) FROM tooloop_progress WHERE session_id = %s) "
+                "FROM tooloop_sessions WHERE id = %s",
+                (session_id, session_id),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session {session_id!r} in the store")
+            return int(row[0]), optional_float(row[1])
+
+        return await self._retrying("reading a session's activity", read, write=False)
 
     async def delete(self, session_id: str) -> None:
         """Remove the session and all its rows."""

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from ..errors import ConflictError, SessionNotFoundError, StoreError
 from ..messages import Message, Usage
 from ..transcript import SCHEMA_VERSION, Transcript
-from ._common import CLAIM_LEASE_SQL, BaseStore, busy
+from ._common import CLAIM_LEASE_SQL, PROGRESS_SQL, BaseStore, busy, optional_float
 from ._records import (
     Latest,
     Record,
@@ -37,7 +37,7 @@ from ._records import (
     usage_to_json,
 )
 from ._search import SearchQuery
-from .base import UNSET, SessionInfo, SessionOrder, Write
+from .base import UNSET, Progress, SessionInfo, SessionOrder, Write
 from .migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, check_schema_version
 
 __all__ = ["SQLiteStore"]
@@ -287,6 +287,33 @@ class SQLiteStore(BaseStore):
 
         rows = await self._run(lambda conn: _transaction(conn, read, deferred=True))
         return [Write(int(r[0]), int(r[1]), r[2], r[3], to_datetime(r[4])) for r in rows]
+
+    async def report_progress(
+        self, session_id: str, tool_call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """See :meth:`BaseStore.report_progress`."""
+        values = (session_id, tool_call_id, progress, total, message, time.time(), session_id, session_id, tool_call_id)
+        await self._run(lambda conn: _transaction(conn, lambda c: c.execute(PROGRESS_SQL, values)))
+
+    async def progress(self, session_id: str) -> list[Progress]:
+        """See :meth:`BaseStore.progress`."""
+        sql = (
+            "SELECT tool_call_id, progress, total, message, reported_at FROM tooloop_progress "
+            "WHERE session_id = ? ORDER BY tool_call_id"
+        )
+        rows = await self._run(lambda conn: conn.execute(sql, (session_id,)).fetchall())
+        return [Progress(r[0], float(r[1]), optional_float(r[2]), r[3], to_datetime(r[4])) for r in rows]
+
+    async def activity(self, session_id: str) -> tuple[int, float | None]:
+        """See :meth:`BaseStore.activity`."""
+        sql = (
+            "SELECT version, (SELECT max(reported_at) FROM tooloop_progress WHERE session_id = ?) "
+            "FROM tooloop_sessions WHERE id = ?"
+        )
+        row = await self._run(lambda conn: conn.execute(sql, (session_id, session_id)).fetchone())
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in the store")
+        return int(row[0]), optional_float(row[1])
 
     async def delete(self, session_id: str) -> None:
         """Remove the session and all its rows."""

@@ -78,7 +78,8 @@ class ToolContext(Generic[DepsT]):
     """The run this call belongs to, for tools that run a subagent (``Agent.as_tool``); None outside a run."""
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Tell the stream how far the call got (a ``ToolCallProgress`` event); cheap, never blocks."""
+        """Tell the stream how far the call got (a ``ToolCallProgress`` event) and, in a stored
+        session, the session's viewers (``tooloop web``); cheap, never blocks."""
         if self.on_progress is not None:
             self.on_progress(progress, total, message)
 

@@ -287,7 +287,9 @@ async def _sessions(web: _Web, request: Request) -> Response:
 async def _session_view(web: _Web, request: Request) -> dict[str, Any]:
     sid = request.path_params["sid"]
     info = await web.store.get_session(sid)
-    (messages, problem), writes = await asyncio.gather(_lenient_load(web.store, sid), web.store.writes(sid))
+    (messages, problem), writes, progress = await asyncio.gather(
+        _lenient_load(web.store, sid), web.store.writes(sid), web.store.progress(sid)
+    )
     pages = max(1, math.ceil(len(messages) / PAGE_SIZE))
     page = min(_int(request.query_params.get("page"), 1, 1), pages)
     start = (page - 1) * PAGE_SIZE
@@ -307,6 +309,7 @@ async def _session_view(web: _Web, request: Request) -> dict[str, Any]:
         "page_size": PAGE_SIZE,
         "waterfall": build_waterfall(entries, writes),
         "requests": requests_of(entries),
+        "progress": {p.tool_call_id: p for p in progress},
         "pending": pending,
         "run": web.runs.states.get(sid),
         "parent": forked if isinstance(forked, Mapping) else None,

@@ -1,8 +1,9 @@
 """Live pages: one watcher per watched session tells every open page when the session changes.
 
 Another process may be writing the session, so the store cannot call us back: one task per
-watched session (however many pages show it) reads the session's version a few times a second,
-an indexed single-row read, and wakes the pages' event streams when it moves.
+watched session (however many pages show it) reads the session's activity a few times a second
+(its version, and when a running call last reported progress: one indexed single-row read) and
+wakes the pages' event streams when it moves.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ __all__ = ["Watchers"]
 
 class _Watch:
     def __init__(self) -> None:
-        self.version = -1
-        self.listeners: set[asyncio.Queue[int]] = set()
+        self.version = ""
+        self.listeners: set[asyncio.Queue[str]] = set()
         self.task: asyncio.Task[None] | None = None
 
 
@@ -32,10 +33,11 @@ class Watchers:
         self._interval = interval
         self._watches: dict[str, _Watch] = {}
 
-    async def changes(self, session_id: str) -> AsyncIterator[int]:
-        """The session's version now and each time it changes, until the caller stops reading."""
+    async def changes(self, session_id: str) -> AsyncIterator[str]:
+        """A mark of the session's state (its version and its calls' latest progress) now and each
+        time it changes, until the caller stops reading."""
         watch = self._watches.setdefault(session_id, _Watch())
-        queue: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
+        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
         watch.listeners.add(queue)
         if watch.task is None:
             watch.task = asyncio.create_task(self._watch(session_id, watch))
@@ -51,7 +53,8 @@ class Watchers:
     async def _watch(self, session_id: str, watch: _Watch) -> None:
         while True:
             with contextlib.suppress(SessionNotFoundError, StoreError):
-                version = await self._store.version(session_id)
+                count, progressed = await self._store.activity(session_id)
+                version = f"{count}" if progressed is None else f"{count}.{progressed:.6f}"
                 if version != watch.version:
                     watch.version = version
                     for queue in watch.listeners:
@@ -67,7 +70,7 @@ class Watchers:
         self._watches.clear()
 
 
-def _put_latest(queue: asyncio.Queue[int], version: int) -> None:
+def _put_latest(queue: asyncio.Queue[str], version: str) -> None:
     # A slow page needs only the newest version: drop the one it has not read yet.
     if queue.full():
         queue.get_nowait()
