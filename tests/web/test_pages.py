@@ -224,6 +224,10 @@ def test_fork_and_rerun_from_a_message_with_approvals_answered_in_the_page(
     answer.wait_for()
     assert "remove_file -> removed" in answer.inner_text()
     page.locator("#run-state", has_text="finished").wait_for()
+    decided = page.locator(".entry.tool_call", has=page.locator(".tool-name", has_text="remove_file"))
+    assert decided.locator(".approval.approved").inner_text().startswith("Approved after ")  # the decision shows
+    plain = page.locator(".entry.tool_call", has=page.get_by_text("add", exact=True))
+    assert plain.count() >= 1 and plain.locator(".approval.approved").count() == 0  # no decision was asked
     page.screenshot(path=str(screenshots / "rerun.png"), full_page=True)
 
     navigate(page, lambda: page.click("#compare-parent"))

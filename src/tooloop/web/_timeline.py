@@ -45,6 +45,10 @@ class Entry:
     message: Message
     first_written: datetime | None
     last_written: datetime | None
+    awaited_approval: bool = False
+    """The call waited for a person's decision (a ``pending`` record was written for it)."""
+    decided_after: float | None = None
+    """Seconds from the call's ``pending`` record to the record that followed (the decision's)."""
 
     @property
     def duration(self) -> float | None:
@@ -91,14 +95,31 @@ def _times(writes: Sequence[Write]) -> dict[int, tuple[int, datetime | None, dat
     return found
 
 
+def _decisions(writes: Sequence[Write]) -> dict[int, float | None]:
+    """Per position of a call that waited for approval: seconds from its ``pending`` record to the next."""
+    found: dict[int, float | None] = {}
+    waiting: dict[int, datetime | None] = {}
+    for write in writes:
+        if write.pos in waiting:
+            since = waiting.pop(write.pos)
+            found[write.pos] = (
+                (write.written_at - since).total_seconds() if since is not None and write.written_at else None
+            )
+        if write.status == "pending":
+            waiting[write.pos] = write.written_at
+            found.setdefault(write.pos, None)
+    return found
+
+
 def build_entries(messages: Sequence[Message], writes: Sequence[Write], start: int) -> list[Entry]:
     """The entries of ``messages`` (positions ``start``...) with their times from ``writes``."""
     times = _times(writes)
+    decisions = _decisions(writes)
     entries = []
     for offset, message in enumerate(messages):
         pos = start + offset
         _, first, last = times.get(pos, (0, None, None))
-        entries.append(Entry(pos, message.kind, message, first, last))
+        entries.append(Entry(pos, message.kind, message, first, last, pos in decisions, decisions.get(pos)))
     return entries
 
 
