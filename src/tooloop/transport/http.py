@@ -149,6 +149,8 @@ class _Parse:
         self.idle = 0
         """Bytes fed in a row that held no body (a bound on chunk lines and trailers)."""
         self.parser: httptools.HttpResponseParser | None = None
+        """The parser, only while it is fed (it holds this object's methods: a lasting link back would
+        make a cycle, and every response garbage only the cyclic collector frees)."""
 
     def on_message_begin(self) -> None:
         if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
@@ -316,6 +318,7 @@ _FRAMED = (b"content-length", b"transfer-encoding")
 
 
 def _feed(parser: httptools.HttpResponseParser, parse: _Parse, data: bytes) -> None:
+    parse.parser = parser
     try:
         parser.feed_data(data)
     except httptools.HttpParserCallbackError as exc:
@@ -324,6 +327,8 @@ def _feed(parser: httptools.HttpResponseParser, parse: _Parse, data: bytes) -> N
         parse.keep = False
     except httptools.HttpParserError as exc:
         raise TransportError(f"the server sent a malformed response: {exc}") from None
+    finally:
+        parse.parser = None
 
 
 class _Decoder(Protocol):
@@ -581,7 +586,7 @@ class Pool:
                 writer.write(body)
                 await self._drain(writer)
             parse = _Parse()
-            parser = parse.parser = httptools.HttpResponseParser(parse)
+            parser = httptools.HttpResponseParser(parse)
             received = 0
             while parse.status < 200:  # a 1xx informational answer is skipped: the real one follows
                 data = await self._head_bytes(reader, received)
