@@ -24,20 +24,18 @@ def encode(pieces: list[bytes], *, extension: bytes = b"", trailers: bytes = b""
     return body + b"0" + extension + b"\r\n" + trailers + b"\r\n"
 
 
-def parser() -> _Parse:
+def parser() -> tuple[_Parse, httptools.HttpResponseParser]:
     parse = _Parse()
-    parse.parser = httptools.HttpResponseParser(parse)
-    return parse
+    return parse, httptools.HttpResponseParser(parse)
 
 
 def decode(raw: bytes, cuts: list[int]) -> tuple[bytes, _Parse]:
-    parse = parser()
-    assert parse.parser is not None
+    parse, llhttp = parser()
     raw = HEAD + raw
     start = 0
     for cut in [*sorted({c + len(HEAD) for c in cuts}), len(raw)]:
         if start < cut and not parse.complete:
-            _feed(parse.parser, parse, raw[start:cut])
+            _feed(llhttp, parse, raw[start:cut])
             start = cut
     return b"".join(parse.body), parse
 
@@ -62,11 +60,10 @@ def test_one_byte_at_a_time() -> None:
 
 
 def test_not_done_until_the_last_chunk_and_its_blank_line() -> None:
-    parse = parser()
-    assert parse.parser is not None
-    _feed(parse.parser, parse, HEAD + b"3\r\nabc\r\n0\r\n")
+    parse, llhttp = parser()
+    _feed(llhttp, parse, HEAD + b"3\r\nabc\r\n0\r\n")
     assert parse.body == [b"abc"] and not parse.complete
-    _feed(parse.parser, parse, b"\r\n")
+    _feed(llhttp, parse, b"\r\n")
     assert parse.complete
 
 
