@@ -6,6 +6,7 @@ Each test runs on both transports (the ``transport`` fixture) against the same r
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import traceback
 from collections.abc import Callable
@@ -69,6 +70,31 @@ async def test_upload_to_a_peer_that_stops_reading_times_out(make: Make, upstrea
     with pytest.raises(ProviderTimeoutError):
         await ask(model, False, big(32))
     assert time.monotonic() - started < 6
+
+
+async def test_a_server_that_never_takes_the_connection_is_a_connect_timeout_not_silence(make: Make) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        held = []
+        try:
+            while True:  # fill the accept queue: later connection attempts get no answer
+                client = socket.socket()
+                held.append(client)
+                client.settimeout(0.3)
+                try:
+                    client.connect(("127.0.0.1", port))
+                except TimeoutError:
+                    break
+            model = make(f"http://127.0.0.1:{port}/v1", timeout=0.5)
+            with pytest.raises(ProviderTimeoutError) as caught:
+                await ask(model, False)
+        finally:
+            for client in held:
+                client.close()
+    assert "did not accept a connection" in str(caught.value)
+    assert "sent nothing" not in str(caught.value)
 
 
 # 2. errors while sending are transport errors, retried on a fresh connection

@@ -233,6 +233,7 @@ class ProviderModel(ClientModel, ABC):
                 attempts,
                 self._idle_timeout,
                 writing=isinstance(exc, WriteTimeout),
+                connecting=str(exc) if isinstance(exc, ConnectTimeout) else None,
                 secret=self._secret,
             )
         cause = root_cause(exc)

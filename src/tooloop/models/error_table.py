@@ -169,10 +169,23 @@ def connection_error(
 
 
 def timeout_error(
-    provider: str, url: str, attempts: int, idle: float | None, *, writing: bool = False, secret: str | None = None
+    provider: str,
+    url: str,
+    attempts: int,
+    idle: float | None,
+    *,
+    writing: bool = False,
+    connecting: str | None = None,
+    secret: str | None = None,
 ) -> ProviderError:
     """The server took the request and then sent nothing for ``idle`` seconds (or, ``writing``, stopped
-    taking the request's bytes)."""
+    taking the request's bytes; or, ``connecting``, the transport's message, never took the connection)."""
+    if connecting is not None:
+        text = (
+            f"{provider} at {url} did not accept a connection in time ({connecting}; {_attempts(attempts)}); "
+            "the server is down, overloaded or unreachable from here"
+        )
+        return ProviderTimeoutError(scrub(text, secret), provider=provider)
     if writing:
         waited = f"took none of the request for {idle:g} s" if idle is not None else "stopped reading the request"
     else:

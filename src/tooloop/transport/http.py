@@ -73,6 +73,17 @@ class TransportError(Exception):
         error.__cause__ = exc
         return error
 
+    @staticmethod
+    def timeout(exc: BaseException) -> TransportError:
+        """The timeout error for an SDK's: :class:`ConnectTimeout` when it came while connecting (its
+        HTTP library's ``ConnectTimeout`` in the chain: httpx, httpcore), else :class:`ReadTimeout`."""
+        seen: BaseException | None = exc
+        while seen is not None:
+            if type(seen).__name__ == "ConnectTimeout":
+                return ConnectTimeout.caused_by(exc)
+            seen = seen.__cause__ or seen.__context__
+        return ReadTimeout.caused_by(exc)
+
 
 class ConnectTimeout(TransportError):
     """The server did not accept the connection within the connect timeout."""

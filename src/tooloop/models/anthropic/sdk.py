@@ -19,7 +19,7 @@ import httpx2
 from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 
 from ...transport.client import SdkFallback, StatusError, StreamError, UnreadableError
-from ...transport.http import ReadTimeout, TransportError
+from ...transport.http import TransportError
 from ...transport.perloop import PerLoop
 
 __all__ = [
@@ -118,7 +118,7 @@ def translate(exc: Exception) -> Exception | None:
             return StreamError(exc.body)
         return StatusError(exc.status_code, exc.response.headers, exc.body, str(exc))
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return ReadTimeout.caused_by(exc)
+        return TransportError.timeout(exc)
     if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
         return TransportError.caused_by(exc)
     if isinstance(exc, anthropic.APIResponseValidationError):

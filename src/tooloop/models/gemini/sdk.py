@@ -20,7 +20,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from ...transport.client import SdkFallback, StatusError, StreamError
-from ...transport.http import ReadTimeout, TransportError
+from ...transport.http import TransportError
 from ...transport.perloop import PerLoop
 
 __all__ = ["SdkChannel", "arguments", "client_factory", "close_client", "generate", "stream", "translate"]
@@ -106,7 +106,7 @@ _TRANSPORT_ERRORS, _TIMEOUT_ERRORS = _http_errors()
 def translate(exc: Exception) -> Exception | None:
     """The transport's error for a ``google-genai`` exception (or its HTTP library's); None for any other."""
     if isinstance(exc, _TIMEOUT_ERRORS):
-        return ReadTimeout.caused_by(exc)
+        return TransportError.timeout(exc)
     if isinstance(exc, _TRANSPORT_ERRORS):
         return TransportError.caused_by(exc)
     if isinstance(exc, genai_errors.APIError):

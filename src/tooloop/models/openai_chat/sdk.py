@@ -16,7 +16,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 
 from ...transport.client import SdkFallback, StatusError, StreamError
-from ...transport.http import ReadTimeout, TransportError
+from ...transport.http import TransportError
 from ...transport.perloop import PerLoop
 from .chunks import Chunk, chunk_from
 
@@ -113,7 +113,7 @@ def _stream_message(error: object) -> str:
 def translate(exc: Exception) -> Exception | None:
     """The transport's error for an ``openai`` SDK exception; None for any other exception."""
     if isinstance(exc, openai.APITimeoutError):
-        return ReadTimeout.caused_by(exc)
+        return TransportError.timeout(exc)
     if isinstance(exc, openai.APIConnectionError):
         return TransportError.caused_by(exc)
     if isinstance(exc, openai.APIStatusError):
