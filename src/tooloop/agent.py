@@ -60,6 +60,7 @@ class _Options:
     lease: SessionLease | None = None
     deps_type: Any = None
     name: str | None = None
+    auto_execute_tools: bool = True
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +78,10 @@ class _Options:
             rerun_interrupted=self.rerun_interrupted,
         )
         _check_tools(self)
+        if not isinstance(self.auto_execute_tools, bool):
+            raise ArgumentTypeError(
+                f"Agent(auto_execute_tools=...) takes True or False, got {describe(self.auto_execute_tools)}"
+            )
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ArgumentTypeError(f"Agent(name=...) takes a non-empty string, got {describe(self.name)}")
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
@@ -126,6 +131,7 @@ class Agent:
         lease: SessionLease | None = None,
         deps_type: Any = None,
         name: str | None = None,
+        auto_execute_tools: bool = True,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -150,6 +156,7 @@ class Agent:
             lease=lease,
             deps_type=deps_type,
             name=name,
+            auto_execute_tools=auto_execute_tools,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -633,4 +640,5 @@ def _resolve(options: _Options) -> RunConfig:
         rerun_interrupted=options.rerun_interrupted,
         tracer=options.tracer,
         name=options.name,
+        auto_execute_tools=options.auto_execute_tools,
     )

@@ -14,6 +14,7 @@ from ..outcome import AWAITING
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 
 if TYPE_CHECKING:
+    from ..tools.tool import Tool
     from .toolphase import BatchContext, Slot
 
 __all__ = ["AWAITING", "ApprovalsPending", "Approver", "check_decisions", "decide", "nested_decisions"]
@@ -55,11 +56,11 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
     """
     waiting = []
     for slot in slots:
-        if slot.outcome is not None or slot.tool is None or not slot.tool.requires_approval:
+        if slot.outcome is not None or slot.tool is None or not _waits(slot.tool, batch.auto_execute):
             continue
         request = _request(slot.template)
         decision = batch.decisions.get(slot.template.tool_call_id)
-        if decision is None and batch.approver is not None:
+        if decision is None and batch.approver is not None and slot.tool.requires_approval:
             decision = await _consult(batch, batch.approver, request)
         if decision is None and deny_undecided:
             error = ToolDeniedError("no decision was given before the conversation continued")
@@ -95,7 +96,14 @@ async def _ask(approver: Approver, request: ApprovalRequest) -> ApprovalDecision
     raise TypeError(f"an approver must return bool or ApprovalDecision, got {answer!r}")
 
 
-def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision]) -> None:
+def _waits(tool: Tool, auto_execute: bool) -> bool:
+    """True when the call waits for a decision: its tool requires approval, or no call runs by itself."""
+    return tool.requires_approval or not auto_execute
+
+
+def check_decisions(
+    slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecision], auto_execute: bool = True
+) -> None:
     """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call
     or a call that is not waiting for one."""
     waiting = {s.template.tool_call_id for s in slots if s.outcome is None and s.tool is not None}
@@ -105,7 +113,9 @@ def check_decisions(slots: Sequence[Slot], decisions: Mapping[str, ApprovalDecis
         raise stray_decisions(stray)
     for slot in slots:
         decision = decisions.get(slot.template.tool_call_id)
-        if decision is not None and slot.outcome is None and slot.tool is not None and slot.tool.requires_approval:
+        if decision is None or slot.outcome is not None or slot.tool is None:
+            continue
+        if _waits(slot.tool, auto_execute) or decision.completed:
             _verify(_request(slot.template), decision)
 
 
@@ -133,6 +143,9 @@ def _apply(slot: Slot, request: ApprovalRequest, decision: ApprovalDecision) -> 
     if not decision.approved:
         message = decision.message or f"the user denied this call to {request.tool_name!r}"
         slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(message))
+        return
+    if decision.completed:  # its result was computed elsewhere: the tool does not run
+        slot.finish(ToolCallStatus.OK, result=decision.result)
         return
     if decision.arguments is not None:
         assert slot.tool is not None

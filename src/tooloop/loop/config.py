@@ -49,6 +49,8 @@ class RunConfig:
     """Traces this agent's runs (None: the default set by ``tooloop.telemetry.instrument()``)."""
     name: str | None = None
     """The agent's name, for traces."""
+    auto_execute_tools: bool = True
+    """False: the run pauses with every call pending, as for approvals."""
 
 
 class SessionSource(Protocol):

@@ -53,16 +53,23 @@ class ApprovalDecision:
     """Edited arguments to run the call with instead of the reviewed ones."""
     message: str | None = None
     """For a denial: what the model is told."""
+    completed: bool = False
+    """The call is not run: ``result`` is its result, computed elsewhere (:meth:`ApprovalRequest.complete`)."""
+    result: Any = None
+    """The result of a completed call, as if the tool had returned it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form (for web apps and editors that store decisions)."""
-        return {
+        data = {
             "tool_call_id": self.tool_call_id,
             "digest": self.digest,
             "approved": self.approved,
             "arguments": dict(self.arguments) if self.arguments is not None else None,
             "message": self.message,
         }
+        if self.completed:
+            data.update(completed=True, result=to_jsonable(self.result))
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalDecision:
@@ -73,6 +80,8 @@ class ApprovalDecision:
             bool(data["approved"]),
             data.get("arguments"),
             data.get("message"),
+            data.get("completed") is True,
+            data.get("result"),
         )
 
 
@@ -96,6 +105,11 @@ class ApprovalRequest:
     def deny(self, message: str | None = None) -> ApprovalDecision:
         """Refuse the call; ``message`` is what the model is told."""
         return ApprovalDecision(self.tool_call_id, self.digest, False, None, message)
+
+    def complete(self, result: Any) -> ApprovalDecision:
+        """Do not run the call: ``result``, computed elsewhere (another process, a person, a
+        client-side tool), is its result, rendered for the model as the tool's own would be."""
+        return ApprovalDecision(self.tool_call_id, self.digest, True, completed=True, result=result)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form."""

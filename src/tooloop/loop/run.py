@@ -638,6 +638,7 @@ class Run:
             lingering=self.lingering,
             watch=self.watch,
             deps=self.deps,
+            auto_execute=config.auto_execute_tools,
         )
         return self._batch_view
 
@@ -655,7 +656,7 @@ class Run:
         rerun = self.config.rerun_interrupted and self._prompt is None
         batch = self._batch_context()
         slots = slots_from_messages(calls, batch, rerun=rerun)
-        check_decisions(slots, self.decisions)  # before the batch leaves the transcript
+        check_decisions(slots, self.decisions, batch.auto_execute)  # before the batch leaves the transcript
         self.record.transcript = self.record.transcript[:start]
         self.start = min(self.start, start)
         deny = self.denying_undecided = self._prompt is not None or self.denying_undecided

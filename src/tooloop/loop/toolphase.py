@@ -96,6 +96,8 @@ class BatchContext:
     """Logs and traces each call, when anything listens."""
     deps: Any = None
     """The run's ``deps=``, handed to each tool in its context."""
+    auto_execute: bool = True
+    """False: no call runs by itself; each waits for a decision, like a call that needs approval."""
     nested: list[ApprovalsPending] = field(default_factory=list)
     """Calls of this batch whose subagents wait for a decision (with their requests)."""
 
