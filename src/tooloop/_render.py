@@ -21,11 +21,21 @@ from .messages import (
     Usage,
     UserMessage,
 )
+from .outcome import attachment_mark
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["arguments_text", "clip", "final_stop", "outcome_text", "render_rich", "render_text", "usage_text"]
+__all__ = [
+    "arguments_text",
+    "clip",
+    "final_stop",
+    "outcome_text",
+    "render_rich",
+    "render_text",
+    "usage_text",
+    "user_text",
+]
 
 
 def clip(text: str, limit: int) -> str:
@@ -93,7 +103,7 @@ def _text_lines(message: Message, limit: int) -> list[str]:
     if isinstance(message, SystemMessage):
         return [f"system: {message.text}"]
     if isinstance(message, UserMessage):
-        return [f"user: {message.text}"]
+        return [f"user: {user_text(message)}"]
     if isinstance(message, AssistantMessage):
         lines = [f"assistant (thinking): {part.text}" for part in message.thinking if part.text]
         lines.append(f"assistant: {message.refusal or message.text}")
@@ -149,7 +159,13 @@ def _rich_message(message: Message, limit: int) -> RenderableType:
         thinking = [Text(part.text, style="dim italic") for part in message.thinking if part.text]
         extra = [] if message.stop_reason is StopReason.END_TURN else [Text(f"[stop: {message.stop_reason}]", "dim")]
         return Group(header, *thinking, body, *extra)
-    return Group(header, Text(message.text))
+    return Group(header, Text(user_text(message) if isinstance(message, UserMessage) else message.text))
+
+
+def user_text(message: UserMessage) -> str:
+    """A user message's text with a line per attachment (``[image: image/png, 2048 bytes]``)."""
+    marks = [attachment_mark(part) for part in message.attachments]
+    return "\n".join([message.text, *marks] if message.text else marks)
 
 
 def render_rich(

@@ -23,6 +23,7 @@ from ._json import error_text, render, truncate
 from .messages import (
     AudioContent,
     ContentPart,
+    DocumentContent,
     EmbeddedResource,
     ImageContent,
     ResourceLink,
@@ -36,6 +37,7 @@ __all__ = [
     "AWAITING",
     "INTERRUPTED",
     "ToolOutcome",
+    "attachment_mark",
     "for_model",
     "native_parts",
     "render_error",
@@ -136,6 +138,13 @@ def _render_part(part: ContentPart) -> str:
             return f"[resource <{part.uri}>]\n{part.text}"
         return f"[resource <{part.uri}>: {part.mime_type or 'binary'}, {_decoded_size(part.blob or '')} bytes]"
     assert_never(part)
+
+
+def attachment_mark(part: ImageContent | AudioContent | DocumentContent) -> str:
+    """A short placeholder for an attachment of a user message (``[document report.pdf: application/pdf,
+    1200 bytes]``), where its content cannot be shown."""
+    name = f" {part.name}" if isinstance(part, DocumentContent) and part.name else ""
+    return f"[{part.kind}{name}: {part.mime_type}, {_decoded_size(part.data)} bytes]"
 
 
 def _decoded_size(data: str) -> int:

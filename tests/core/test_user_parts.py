@@ -118,3 +118,14 @@ async def test_an_attachment_the_model_cannot_take_is_refused_before_anything_is
     result = await agent.run(["Look.", ImageContent(PNG, "image/png")], session_id="s")
     assert result.text == "no" and len(calls) == 1
     assert [m.text for m in result.transcript] == ["Look.", "no"]  # the refused prompt was never stored
+
+
+def test_a_transcript_shows_a_user_message_s_attachments_as_placeholders() -> None:
+    pdf = DocumentContent(PDF, "application/pdf", "r.pdf")
+    message = UserMessage(parts=(TextContent("Compare."), ImageContent(PNG, "image/png"), pdf))
+    shown = Transcript([message]).render()
+    assert shown.splitlines()[:3] == [
+        "user: Compare.",
+        "[image: image/png, 24 bytes]",
+        "[document r.pdf: application/pdf, 15 bytes]",
+    ]
