@@ -55,6 +55,7 @@ from .control import StepContext, call_hook
 from .guards import Guards, cut_off, grown_max_tokens
 from .limits import budget_spent, cost_reached, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
+from .output import with_output_instructions
 from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
@@ -150,7 +151,8 @@ class Run:
         own_token = token.child() if token is not None else CancelToken()
         self.steps = StepRunner(own_token, config.limits.timeout, self.record)
         self.answers = Answers(config.output, config.limits.output_retries, self.record)
-        self.shaper = Shaper(config.system, config.context, config.model)
+        system = with_output_instructions(config.system, config.output, config.model)
+        self.shaper = Shaper(system, config.context, config.model)
         self._session = session
         self._prompt = prompt
         self._set_history(history)

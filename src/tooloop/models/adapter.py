@@ -135,6 +135,12 @@ class ProviderModel(ClientModel, ABC):
         """The model's default settings (a request's own settings override them)."""
         return self._settings
 
+    @property
+    def native_output(self) -> bool:
+        """Whether ``ModelRequest.output`` reaches the provider's own structured output; when it
+        does not, the loop puts the schema in the instructions instead."""
+        return False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r}, provider={self.provider!r}, base_url={self.base_url!r})"
 

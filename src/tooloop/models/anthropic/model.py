@@ -228,6 +228,11 @@ class AnthropicModel(ProviderModel):
         profile = lookup_profile(model_name)
         self._default_max_tokens = profile.max_output_tokens if profile else DEFAULT_MAX_TOKENS
 
+    @property
+    def native_output(self) -> bool:
+        """True with the ``native_output`` option (the schema sent as a forced tool)."""
+        return self._native_output
+
     def _wants_stream(self, settings: ModelSettings, on_event: EventHandler | None) -> bool:
         if settings.stream is not None:
             return settings.stream

@@ -42,7 +42,7 @@ from ..adapter import (
 )
 from ..base import ModelRequest, ModelSettings
 from ..payloads import listening
-from .request import PROVIDER, GeminiRequest
+from .request import PROVIDER, GeminiRequest, generation
 from .response import Reader, google_body, read_error
 from .stream import GeminiClient
 
@@ -112,6 +112,7 @@ class GeminiModel(ProviderModel):
             raise ConfigurationError(f"not a Gemini model name: {model_name!r}")
         self._retry = RetryPolicy(check_retries(max_retries), max_wait=60.0)
         self._request = GeminiRequest(model_name)
+        self._native = generation(model_name) >= 3
         self._base = base_url or os.environ.get(_BASE_URL_ENV) or _DEFAULT_BASE_URL
         idle = idle_timeout(timeout)
         key = api_key or next((os.environ[name] for name in _KEY_ENV if os.environ.get(name)), None)
@@ -153,6 +154,11 @@ class GeminiModel(ProviderModel):
     def base_url(self) -> str:
         """The API's base URL."""
         return self._base
+
+    @property
+    def native_output(self) -> bool:
+        """True from Gemini 3 on, where ``responseJsonSchema`` also works beside tools."""
+        return self._native
 
     @property
     def transport(self) -> str:

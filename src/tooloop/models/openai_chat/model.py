@@ -255,6 +255,7 @@ class OpenAIChatModel(ProviderModel):
         server = check_token_server(token_server)
         self._capture: dict[str, Any] | None = capture_fields(server) if capture_tokens else None
         self._plain_only = capture_tokens and server == "sglang"  # SGLang refuses prompt ids on a stream
+        self._native = native_output
         self._request = ChatRequest(
             model_name,
             provider,
@@ -287,6 +288,11 @@ class OpenAIChatModel(ProviderModel):
         )
         self._channel: ChatClient | SdkChannel = channel
         self._stream_usage = stream_usage
+
+    @property
+    def native_output(self) -> bool:
+        """True unless the ``native_output`` option is off (``response_format`` carries the schema)."""
+        return self._native
 
     def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None

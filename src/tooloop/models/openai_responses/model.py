@@ -123,5 +123,10 @@ class OpenAIResponsesModel(ProviderModel):
         finally:
             await events.close()
 
+    @property
+    def native_output(self) -> bool:
+        """True: ``text.format`` carries the schema."""
+        return True
+
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
         return read_error(error)
