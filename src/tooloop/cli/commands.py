@@ -86,6 +86,7 @@ def _agent_options(
         'tooloop run "Clean up the build folder" --approve none --json | jq .stop_reason',
         'tooloop run "What is in this picture?" -a photo.jpg',
         'tooloop run "Summarise the report" -a https://example.com/report.pdf -f notes.md',
+        """tooloop run "Who wrote Dune, and when?" --schema '{"author": "str", "year": "int"}'""",
     ),
 )
 def run(
@@ -115,6 +116,14 @@ def run(
     encoding: Annotated[
         str, typer.Option("--encoding", metavar="NAME", help="The encoding of piped input and the prompt.")
     ] = "utf-8",
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            metavar="SCHEMA",
+            help="""Answer as JSON matching this: a JSON Schema file, inline JSON Schema, or '{"name": "str"}'.""",
+        ),
+    ] = None,
     store: Store = None,
     no_stream: NoStream = False,
     quiet: Quiet = False,
@@ -128,10 +137,12 @@ def run(
     """
     from .attach import read_attachments
     from .run import RunOptions, read_prompt, run_command
+    from .schema import read_schema
 
     async def work() -> ExitCode:
         parts, _ = read_attachments(attach or (), fragment or (), attach_type, encoding)
         options = RunOptions(
+            schema=read_schema(schema) if schema is not None else None,
             prompt=parts.prompt(read_prompt(prompt, encoding=encoding)),
             agent=_agent_options(
                 model,
