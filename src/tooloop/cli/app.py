@@ -165,7 +165,7 @@ Tools = Annotated[
         "--tool",
         "-t",
         metavar="MODULE:NAME",
-        help="A tool by import path (package.module:function or file.py:function); repeatable.",
+        help="A tool by import path (package.module:function or file.py:function), or a tools plugin's name; repeatable.",
     ),
 ]
 AgentName = Annotated[
@@ -278,10 +278,28 @@ def _register_commands() -> None:
     from . import commands  # noqa: F401  # registers the commands on 'app'
 
 
+def _one_line_plugin_warnings() -> None:
+    """A broken plugin is one line on stderr (``warning: ...``), not a warning's two."""
+    import warnings
+
+    shown = warnings.showwarning
+
+    def show(
+        message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        if category.__module__ == "tooloop.plugins":
+            sys.stderr.write(f"warning: {message}\n")
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main() -> None:
     """Entry point of the ``tooloop`` console script and ``python -m tooloop``."""
     from .._children import sigterm_as_interrupt
 
     sigterm_as_interrupt()  # an editor or process manager stopping us: cleaned up like Ctrl-C
+    _one_line_plugin_warnings()
     _register_commands()
     app(prog_name=Path("tooloop").name)

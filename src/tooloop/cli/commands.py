@@ -287,6 +287,14 @@ def agents(json: JsonFlag = False, debug: Debug = False) -> None:
     finish(lambda: agents_command(Terminal(), as_json=json), debug=debug)
 
 
+@app.command(cls=CliCommand, epilog=_examples("tooloop plugins", "tooloop plugins --json"))
+def plugins(json: JsonFlag = False, debug: Debug = False) -> None:
+    """Installed plugins: providers (tooloop.providers) and tools (tooloop.tools), and whether each loads."""
+    from .info import plugins_command
+
+    finish(lambda: plugins_command(Terminal(), as_json=json), debug=debug)
+
+
 def _register_sessions() -> None:
     from .sessions import sessions_app
 

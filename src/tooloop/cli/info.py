@@ -13,7 +13,7 @@ from .exits import CliError, ExitCode, fail
 from .setup import AgentOptions, choose_model, load_tools, mcp_servers, named_agent
 from .terminal import Terminal
 
-__all__ = ["agents_command", "model_options_command", "models_command", "tools_command"]
+__all__ = ["agents_command", "model_options_command", "models_command", "plugins_command", "tools_command"]
 
 
 def _provider_rows() -> list[dict[str, Any]]:
@@ -213,4 +213,47 @@ async def model_options_command(term: Terminal, spec: str, *, as_json: bool) -> 
     lines.extend(f"{row['key']:<20} {row['type']:<13} {row['description']}" for row in rows)
     sys.stdout.write("\n".join(lines) + "\n")
     term.out.print(f"{other}; give them as: tooloop run -m {spec} -o KEY VALUE", markup=False)
+    return ExitCode.OK
+
+
+def _plugin_row(plugin: Any) -> dict[str, Any]:
+    from ..plugins import check, plugin_tools, shadowed
+    from ..tools.tool import as_tool
+
+    problem = check(plugin)
+    if problem is None and shadowed(plugin):
+        problem = f"ignored: a provider named {plugin.name!r} exists already"
+    row: dict[str, Any] = {
+        "kind": plugin.kind,
+        "name": plugin.name,
+        "target": plugin.target,
+        "package": plugin.package,
+        "error": problem,
+    }
+    if plugin.kind == "tools" and problem is None:
+        try:
+            row["tools"] = [as_tool(t).name for t in plugin_tools(plugin.name)]
+        except Exception as exc:  # not tools after all: the listing says so, in one line
+            row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return row
+
+
+async def plugins_command(term: Terminal, *, as_json: bool) -> ExitCode:
+    """List the installed plugins (providers, tools) with their package and whether each loads."""
+    from ..plugins import plugins
+
+    rows = [_plugin_row(plugin) for plugin in plugins()]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return ExitCode.OK
+    if not rows:
+        term.note("no plugins installed (packages add them with 'tooloop.providers' or 'tooloop.tools' entry points)")
+        return ExitCode.OK
+    lines = [f"{'kind':<9} {'name':<16} {'package':<24} what"]
+    for row in rows:
+        what = f"error: {row['error']}" if row["error"] else row["target"]
+        if row.get("tools"):
+            what += f" ({', '.join(row['tools'])})"
+        lines.append(f"{row['kind']:<9} {row['name']:<16} {row['package'] or '-':<24} {what}")
+    sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK

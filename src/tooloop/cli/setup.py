@@ -120,13 +120,30 @@ def load_tools(spec: str) -> list[Any]:
     """The tools named by ``package.module:name`` or ``path/file.py:name`` (a function, a ``Tool``,
     or a list of them)."""
     module_path, sep, name = spec.rpartition(":")
+    if not sep and spec.replace("-", "_").isidentifier():
+        return _plugin_tools(spec)
     if not sep or not module_path or not name:
-        fail(f"--tool {spec!r} must look like package.module:function or path/to/file.py:function")
+        fail(f"--tool {spec!r} must look like package.module:function, path/to/file.py:function or a plugin's name")
     module = _module_for(spec, module_path)
     value = getattr(module, name, None)
     if value is None:
         fail(f"--tool {spec!r}: {module_path!r} has no {name!r}")
     return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _plugin_tools(name: str) -> list[Any]:
+    from ..errors import ArgumentValueError
+    from ..plugins import plugin_tools
+
+    try:
+        return plugin_tools(name)
+    except ArgumentValueError as exc:
+        fail(
+            f"--tool {name!r}: {exc}; a tool is package.module:function, path/to/file.py:function, "
+            "or the name of an installed tools plugin ('tooloop plugins' lists them)"
+        )
+    except ConfigurationError as exc:
+        fail(f"--tool {name!r}: {exc}")
 
 
 def store_url(explicit: str | None) -> str:

@@ -41,8 +41,8 @@ ProviderFactory = Callable[..., Model]
 class _Provider:
     target: str | ProviderFactory
     defaults: dict[str, Any] = field(default_factory=dict)
-    extra: str = "all"
-    """The ``tooloop[...]`` extra that installs what the factory's module needs."""
+    extra: str | None = "all"
+    """The ``tooloop[...]`` extra that installs what the factory's module needs (None: not ours)."""
     key_variables: tuple[str, ...] = ()
     """The variables the factory reads the key from, when ``api_key_env`` does not say it."""
     models: tuple[str, ...] = ()
@@ -51,9 +51,12 @@ class _Provider:
     def factory(self) -> ProviderFactory:
         if callable(self.target):
             return self.target
-        factory: ProviderFactory = _load(
-            self.target, f'Install the provider\'s extra: pip install "tooloop[{self.extra}]"'
+        hint = (
+            f'Install the provider\'s extra: pip install "tooloop[{self.extra}]"'
+            if self.extra is not None
+            else f"The provider's factory {self.target!r} (registered or a plugin's) could not be imported"
         )
+        factory: ProviderFactory = _load(self.target, hint)
         return factory
 
 
@@ -64,7 +67,12 @@ def _load(target: str, hint: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:  # the SDK extra is missing
         raise ConfigurationError(f"{exc}. {hint}") from exc
-    return getattr(module, attr)
+    except Exception as exc:  # a third party's module failing at import
+        raise ConfigurationError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}. {hint}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigurationError(f"{module_name!r} has no {attr!r}. {hint}") from None
 
 
 _OPENAI_CHAT = "tooloop.models.openai_chat:create"
@@ -178,7 +186,12 @@ def register_provider(
     and the registry's ``base_url``, ``base_url_env`` and ``host_env`` (see docs/providers.md).
     ``models`` names models worth listing (``tooloop models`` shows them).
     """
-    _PROVIDERS[name] = _Provider(factory, dict(defaults), models=tuple(models))
+    _PROVIDERS[name] = _Provider(factory, dict(defaults), extra=None, models=tuple(models))
+
+
+def is_registered_provider(name: str) -> bool:
+    """Whether ``"name:..."`` model strings have a provider (plugins not looked for)."""
+    return name in _PROVIDERS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +214,7 @@ class ProviderInfo:
 
 def registered_providers() -> tuple[ProviderInfo, ...]:
     """Every registered provider (built-in, registered in code, or a plugin's), in registration order."""
+    _discover_plugins()
     return tuple(_info(name, provider) for name, provider in _PROVIDERS.items())
 
 
@@ -404,10 +418,20 @@ def _parse(spec: str) -> tuple[str, _Provider, str]:
         )
     provider = _PROVIDERS.get(provider_name)
     if provider is None:
+        _discover_plugins()
+        provider = _PROVIDERS.get(provider_name)
+    if provider is None:
         raise ArgumentValueError(
             f"unknown provider {provider_name!r} in {spec!r}{_did_you_mean(provider_name)}; known providers: {known}"
         )
     return provider_name, provider, model_name
+
+
+def _discover_plugins() -> None:
+    """Register the ``tooloop.providers`` entry points of installed packages (once per process)."""
+    from ..plugins import register_provider_plugins
+
+    register_provider_plugins()
 
 
 def _did_you_mean(name: str) -> str:
