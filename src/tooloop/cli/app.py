@@ -165,7 +165,7 @@ Tools = Annotated[
         "--tool",
         "-t",
         metavar="MODULE:NAME",
-        help="A tool by import path (package.module:function or file.py:function), or a tools plugin's name; repeatable.",
+        help="A tool by import path (package.module:function, file.py:function) or a tools plugin's name; repeatable.",
     ),
 ]
 AgentName = Annotated[
