@@ -95,6 +95,7 @@ from .models.registry import (
     register_model_config,
     register_model_config_source,
     register_provider,
+    register_provider_source,
 )
 from .store import SessionInfo, Store, open_store
 from .tools.source import ToolSource
@@ -102,9 +103,11 @@ from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
 
 # The subsystems above the core plug into the model registry here, by import path (each imported
-# on first use): the scripted "test:..." models, and "@name" looking in tooloop.toml's [models].
+# on first use): the scripted "test:..." models, "@name" looking in tooloop.toml's [models], and
+# installed packages' provider plugins (entry points, looked for when a provider is not known).
 register_provider("test", "tooloop.testing:create_test_model", models=("echo", "tools"))
 register_model_config_source("tooloop.config:model_config_from_file")
+register_provider_source("tooloop.plugins:register_provider_plugins")
 
 
 def load_agent(name: str, *, path: str | os.PathLike[str] | None = None) -> Agent:

@@ -29,6 +29,7 @@ __all__ = [
     "register_model_config",
     "register_model_config_source",
     "register_provider",
+    "register_provider_source",
     "registered_model_configs",
     "registered_providers",
 ]
@@ -427,11 +428,27 @@ def _parse(spec: str) -> tuple[str, _Provider, str]:
     return provider_name, provider, model_name
 
 
-def _discover_plugins() -> None:
-    """Register the ``tooloop.providers`` entry points of installed packages (once per process)."""
-    from ..plugins import register_provider_plugins
+ProviderSource = Callable[[], None]
+"""``source()``: registers more providers (the package's is the installed plugins)."""
+_PROVIDER_SOURCES: list[str | ProviderSource] = []
+_consulted: set[str | ProviderSource] = set()
 
-    register_provider_plugins()
+
+def register_provider_source(source: str | ProviderSource) -> None:
+    """Call ``source`` (a callable, or an import path imported then) once, the first time a model
+    string names a provider nothing registered or a listing asks for every provider; it registers
+    more with :func:`register_provider` (the package registers its entry-point plugins this way)."""
+    if source not in _PROVIDER_SOURCES:
+        _PROVIDER_SOURCES.append(source)
+
+
+def _discover_plugins() -> None:
+    for source in list(_PROVIDER_SOURCES):
+        if source in _consulted:
+            continue
+        _consulted.add(source)
+        run: ProviderSource = source if callable(source) else _load(source, "")
+        run()
 
 
 def _did_you_mean(name: str) -> str:
