@@ -53,6 +53,7 @@ from .events import (
     ModelRequestFinished,
     ModelRequestStarted,
     RunFinished,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -89,6 +90,7 @@ from .messages import (
     UserPart,
 )
 from .models.base import Model, ModelRequest, ModelSettings, ToolDefinition
+from .models.fallback import FallbackModel
 from .models.registry import (
     ModelConfig,
     get_model,
@@ -144,6 +146,7 @@ __all__ = [
     "EmbeddedResource",
     "Event",
     "EventStream",
+    "FallbackModel",
     "Hooks",
     "ImageContent",
     "Limits",
@@ -179,6 +182,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailableError",
+    "SubagentEvent",
     "SyncEventStream",
     "SystemMessage",
     "TextContent",

@@ -221,7 +221,7 @@ class Agent:
         """A copy whose runs continue and record the stored session ``session_id``."""
         return self._copy(session_id=session_id, store=store if store is not None else self._options.store)
 
-    def as_tool(self, *, name: str, description: str, deps: Any = INHERIT) -> Tool:
+    def as_tool(self, *, name: str | None = None, description: str, deps: Any = INHERIT) -> Tool:
         """This agent as one tool of another: each call runs a nested run of it and answers with
         its final answer.
 
@@ -230,8 +230,12 @@ class Agent:
         counts in the parent's and the parent's ``max_cost`` bounds it, its events reach the
         parent's stream as ``SubagentEvent`` values, its approvals go through the parent (and,
         deferred, survive a restart), and its early stop is that call's error. ``deps``: the
-        child's dependencies (default: the parent run's).
+        child's dependencies (default: the parent run's). ``name`` defaults to the agent's name.
         """
+        if name is None:
+            if self.name is None:
+                raise ArgumentValueError("as_tool() needs name=..., or an agent built with Agent(name=...)")
+            name = self.name
         return subagent_tool(self, name=name, description=description, deps=deps)
 
     # ------------------------------------------------------------------ introspection

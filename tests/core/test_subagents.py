@@ -12,6 +12,7 @@ from tooloop import (
     Agent,
     ApprovalMismatchError,
     ApprovalRequest,
+    ArgumentValueError,
     CancelToken,
     Limits,
     ModelRequest,
@@ -252,3 +253,11 @@ async def test_a_new_prompt_to_the_parent_denies_the_childs_waiting_call(tmp_pat
     assert call.status is ToolCallStatus.OK and "no decision was given" in call.content
     assert isinstance(moved_on.transcript[-2], UserMessage) and moved_on.transcript[-2].text == "never mind that"
     assert_valid(moved_on.transcript)
+
+
+async def test_the_tool_is_named_after_the_agent_unless_named() -> None:
+    named = Agent(FunctionModel(lambda r: "ok"), name="scout")
+    assert named.as_tool(description="Scouts.").name == "scout"
+    assert named.as_tool(name="other", description="Scouts.").name == "other"
+    with pytest.raises(ArgumentValueError, match="name="):
+        Agent(FunctionModel(lambda r: "ok")).as_tool(description="Nameless.")
