@@ -81,7 +81,11 @@ def call_key(call: ToolCall) -> tuple[str, str]:
             arguments = json.loads(arguments or "{}")
         except ValueError:
             return call.name, arguments
-    return call.name, json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return call.name, _CANONICAL.encode(arguments)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""Made once: ``json.dumps`` with options builds an encoder on every call."""
 
 
 def cut_off(response: ModelResponse) -> bool:
@@ -98,6 +102,11 @@ def cut_off(response: ModelResponse) -> bool:
 
 def unfinished_json(text: str) -> bool:
     """True when ``text`` opens a JSON string, object or array it never closes."""
+    try:  # the usual case, complete JSON, found by the C parser (every response asks, three times)
+        json.loads(text)
+        return False
+    except ValueError:
+        pass
     depth = 0
     in_string = escaped = False
     for char in text:
