@@ -596,15 +596,20 @@ class Pool:
                 writer.write(head)
                 writer.write(body)
                 await self._drain(writer)
+            data = await self._head_bytes(reader, 0)
+            # The parser is made once the answer starts: a thousand requests waiting for their
+            # answers then hold no parser each.
             parse = _Parse()
             parser = httptools.HttpResponseParser(parse)
-            received = 0
-            while parse.status < 200:  # a 1xx informational answer is skipped: the real one follows
-                data = await self._head_bytes(reader, received)
-                received += len(data)
+            received = len(data)
+            while True:
                 if received > _MAX_HEAD and not parse.status:
                     raise TransportError("the response head is too long")
                 _feed(parser, parse, data)
+                if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
+                    break
+                data = await self._head_bytes(reader, received)
+                received += len(data)
             response = Response(self, conn, parser, parse)
         except TransportError as exc:
             self._drop(conn, failed=True)
