@@ -129,3 +129,22 @@ def test_a_transcript_shows_a_user_message_s_attachments_as_placeholders() -> No
         "[image: image/png, 24 bytes]",
         "[document r.pdf: application/pdf, 15 bytes]",
     ]
+
+
+def test_attachments_count_toward_the_context_budget() -> None:
+    from tooloop.context import EstimateCounter, FunctionCounter
+
+    text_only = UserMessage("Compare.")
+    wav = base64.b64encode(bytes(32_000)).decode()  # a second of 16 kHz 16-bit audio
+    notes = base64.b64encode(b"x" * 400).decode()
+    with_parts = UserMessage(
+        parts=(
+            TextContent("Compare."),
+            ImageContent(PNG, "image/png"),
+            AudioContent(wav, "audio/wav"),
+            DocumentContent(notes, "text/markdown"),
+            DocumentContent(PDF, "application/pdf"),
+        )
+    )
+    for counter in (EstimateCounter(), FunctionCounter(len)):
+        assert counter.count(with_parts) - counter.count(text_only) == 1_600 + 32 + 100 + 1_600

@@ -14,9 +14,25 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ArgumentValueError
-from ..messages import AssistantMessage, Message, ToolCallMessage
+from ..messages import (
+    AssistantMessage,
+    AudioContent,
+    DocumentContent,
+    ImageContent,
+    Message,
+    ToolCallMessage,
+    UserMessage,
+)
 
-__all__ = ["EstimateCounter", "FunctionCounter", "TiktokenCounter", "TokenCounter", "counter_for", "message_text"]
+__all__ = [
+    "EstimateCounter",
+    "FunctionCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "attachment_tokens",
+    "counter_for",
+    "message_text",
+]
 
 MESSAGE_OVERHEAD = 4
 """Tokens every message costs besides its text (role markers, separators)."""
@@ -43,6 +59,35 @@ def message_text(message: Message) -> str:
     if isinstance(message, AssistantMessage):
         return "\n".join([message.text, message.refusal or "", *(t.text for t in message.thinking)])
     return message.text
+
+
+IMAGE_TOKENS = 1_600
+"""An image's estimate: about the most the providers charge for one image (Anthropic's ~1.15
+megapixel limit; OpenAI's high-detail tiles come close)."""
+
+
+def attachment_tokens(message: Message) -> int:
+    """A rough estimate of what a user message's images, audio and documents cost.
+
+    Providers count them by pixels, seconds and pages, which the bytes do not tell exactly: an
+    image counts :data:`IMAGE_TOKENS`; audio one token per 1,000 bytes (about 32 a second of
+    16 kHz, 16-bit audio, Gemini's rate); a text document as its text (four bytes a token); any
+    other document (a PDF) one token per 10 bytes, at least an image's worth.
+    """
+    if not isinstance(message, UserMessage) or not message.parts:
+        return 0
+    return sum(_attachment_tokens(part) for part in message.attachments)
+
+
+def _attachment_tokens(part: ImageContent | AudioContent | DocumentContent) -> int:
+    size = len(part.data) * 3 // 4
+    if isinstance(part, ImageContent):
+        return IMAGE_TOKENS
+    if isinstance(part, AudioContent):
+        return max(1, size // 1_000)
+    if part.mime_type.startswith("text/"):
+        return max(1, size // 4)
+    return max(IMAGE_TOKENS, size // 10)
 
 
 class _IdentityCache:
@@ -72,7 +117,7 @@ class _CachedCounter(ABC):
         """The number of tokens ``message`` costs (cached per message)."""
         cached = self._cache.get(message)
         if cached is None:
-            cached = self._count(message)
+            cached = self._count(message) + attachment_tokens(message)
             self._cache.put(message, cached)
         return cached
 
