@@ -261,3 +261,35 @@ async def test_the_tool_is_named_after_the_agent_unless_named() -> None:
     assert named.as_tool(name="other", description="Scouts.").name == "other"
     with pytest.raises(ArgumentValueError, match="name="):
         Agent(FunctionModel(lambda r: "ok")).as_tool(description="Nameless.")
+
+
+async def test_two_levels_deep_paths_and_deferred_approvals_reach_the_grandchild(tmp_path: Path) -> None:
+    ran: list[str] = []
+    inner = researcher(ran, approval=True).as_tool(name="research", description="Research.")
+
+    def middle_model(request: ModelRequest) -> ModelResponse:
+        done = results(request)
+        if done:
+            return answer(f"middle: {done[0].content}")
+        return asks(("q0", "research", {"prompt": "tides"}))
+
+    middle = Agent(FunctionModel(middle_model), tools=[inner]).as_tool(name="manage", description="Manage.")
+
+    def top_model(request: ModelRequest) -> ModelResponse:
+        done = results(request)
+        return answer(f"top: {done[0].content}") if done else asks(("p0", "manage", {"prompt": "go"}))
+
+    top = Agent(FunctionModel(top_model), tools=[middle], store=f"sqlite:///{tmp_path / 's.db'}", session_id="t")
+    events = []
+    async with top.stream("start") as stream:
+        async for event in stream:
+            events.append(event)
+    first = stream.result
+    assert first is not None and first.stop_reason is StopReason.APPROVAL_REQUIRED
+    (request,) = first.pending_approvals
+    assert request.tool_call_id == "p0/q0/c1"
+    paths = {e.path for e in events if isinstance(e, SubagentEvent)}
+    assert paths == {"p0", "p0/q0"}
+    done = await top.resume(approvals=[request.approve()])
+    assert done.transcript.final_text == "top: middle: found: tides facts"
+    assert ran == ["look_up:tides"]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.models import anthropic_wire as aw
-from tests.models.doors import DOORS, drive
+from tests.models.doors import DOORS, TRANSPORTS, drive
 from tests.models.openai_wire import chunk, completion, plain, stream, usage_chunk
 from tests.support.wire import Recorded, Reply, WireServer, json_reply, serve
 from tooloop import Agent
@@ -54,9 +54,12 @@ Make = Callable[..., FallbackModel]
 
 @pytest.fixture
 def make(wire: WireServer, backup: WireServer, closing: list[Any]) -> Make:
-    def build(*, primary_url: str | None = None, timeout: float = 5.0, **options: Any) -> FallbackModel:
+    def build(
+        *, primary_url: str | None = None, timeout: float = 5.0, transport: str = "lean", **options: Any
+    ) -> FallbackModel:
         primary = get_model(
             "openai:gpt-4.1-mini",
+            transport=transport,
             base_url=primary_url or wire.url + "/v1",
             api_key="sk-primary",
             max_retries=0,
@@ -101,13 +104,14 @@ FAILURES: dict[str, Callable[[], Reply | Callable[[Recorded], Reply]]] = {
 
 
 @pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 async def test_each_default_error_class_falls_back(
-    wire: WireServer, backup: WireServer, make: Make, door: str, failure: str
+    wire: WireServer, backup: WireServer, make: Make, door: str, transport: str, failure: str
 ) -> None:
     wire.queue(FAILURES[failure]())
     backup.queue(backup_answer(door))
-    result, events = await drive(Agent(make(timeout=0.2)), door, "Capital of France?")
+    result, events = await drive(Agent(make(timeout=0.2, transport=transport)), door, "Capital of France?")
     assert result.transcript.final_text == ANSWER
     assert len(wire.requests) == 1 and len(backup.requests) == 1
     assert backup.requests[0].json["messages"][0]["content"][0]["text"] == "Capital of France?"
@@ -121,9 +125,10 @@ async def test_each_default_error_class_falls_back(
 
 
 @pytest.mark.parametrize("door", DOORS)
-async def test_a_refused_connection_falls_back(backup: WireServer, make: Make, door: str) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_refused_connection_falls_back(backup: WireServer, make: Make, door: str, transport: str) -> None:
     backup.queue(backup_answer(door))
-    result, _ = await drive(Agent(make(primary_url=refused_url())), door, "Capital of France?")
+    result, _ = await drive(Agent(make(primary_url=refused_url(), transport=transport)), door, "Capital of France?")
     assert result.transcript.final_text == ANSWER
     assert result.transcript.final_message is not None
     assert result.transcript.final_message.provider_data["fallback"]["skipped"][0]["error"] == "ProviderConnectionError"
