@@ -23,6 +23,7 @@ from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
 from .loop.shaping import ContextShaper
+from .loop.summarize import ResultSummarizer
 from .loop.syncstream import SyncEventStream
 from .messages import Message, Prompt, StopReason, Usage, UserMessage
 from .models.base import Model, ModelSettings
@@ -61,6 +62,7 @@ class _Options:
     deps_type: Any = None
     name: str | None = None
     auto_execute_tools: bool = True
+    summarize_results: ResultSummarizer | Model | str | None = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -78,6 +80,7 @@ class _Options:
             rerun_interrupted=self.rerun_interrupted,
         )
         _check_tools(self)
+        _check_summarizer(self.summarize_results)
         if not isinstance(self.auto_execute_tools, bool):
             raise ArgumentTypeError(
                 f"Agent(auto_execute_tools=...) takes True or False, got {describe(self.auto_execute_tools)}"
@@ -132,6 +135,7 @@ class Agent:
         deps_type: Any = None,
         name: str | None = None,
         auto_execute_tools: bool = True,
+        summarize_results: ResultSummarizer | Model | str | None = None,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -157,6 +161,7 @@ class Agent:
             deps_type=deps_type,
             name=name,
             auto_execute_tools=auto_execute_tools,
+            summarize_results=summarize_results,
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -568,6 +573,27 @@ def _is_source(value: Any) -> bool:
     return isinstance(value, ToolSource) and not isinstance(value, Tool)
 
 
+def _check_summarizer(summarizer: Any) -> None:
+    if summarizer is None or isinstance(summarizer, Model):
+        return
+    if isinstance(summarizer, str):
+        check_model(summarizer)
+    elif not callable(summarizer):
+        raise ArgumentTypeError(
+            f"Agent(summarize_results=...) got {describe(summarizer)}; pass a function (call, text, limit) -> "
+            "summary, a model or a model string"
+        )
+
+
+def _summarizer(summarizer: ResultSummarizer | Model | str | None) -> ResultSummarizer | Model | None:
+    """The summariser, a model string made a model."""
+    if not isinstance(summarizer, str):
+        return summarizer
+    from .models.registry import get_model
+
+    return get_model(summarizer)
+
+
 def _names(value: Iterable[str] | str, parameter: str) -> frozenset[str]:
     """Tool names given to ``parameter``: a string is one name, not a list of letters."""
     if isinstance(value, str):
@@ -645,4 +671,5 @@ def _resolve(options: _Options) -> RunConfig:
         tracer=options.tracer,
         name=options.name,
         auto_execute_tools=options.auto_execute_tools,
+        summarize_results=_summarizer(options.summarize_results),
     )

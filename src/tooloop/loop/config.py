@@ -18,6 +18,7 @@ from .observe import Tracer
 from .output import OutputSpec
 from .record import Journal
 from .shaping import ContextShaper
+from .summarize import ResultSummarizer
 
 __all__ = ["RunConfig", "SessionSource"]
 
@@ -49,6 +50,8 @@ class RunConfig:
     """Traces this agent's runs (None: the default set by ``tooloop.telemetry.instrument()``)."""
     name: str | None = None
     """The agent's name, for traces."""
+    summarize_results: ResultSummarizer | Model | None = None
+    """Summarises a tool result longer than ``Limits.max_tool_result_chars`` instead of cutting it."""
     auto_execute_tools: bool = True
     """False: the run pauses with every call pending, as for approvals."""
 

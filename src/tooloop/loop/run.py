@@ -641,6 +641,7 @@ class Run:
             watch=self.watch,
             deps=self.deps,
             auto_execute=config.auto_execute_tools,
+            summarize=config.summarize_results,
         )
         return self._batch_view
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from ..messages import EMPTY, ContentPart, ModelResponse, StopReason, ToolCallMessage, ToolCallStatus, ToolOutput
+from ..models.base import Model
 from ..outcome import render_error, render_output, render_result
 from ..tools.execute import Lingering, invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
@@ -34,6 +35,7 @@ from .observe import Watch
 from .record import Recorder, request_usage
 from .repair import interrupted, unique_id
 from .result import ApprovalDecision
+from .summarize import ResultSummarizer, summarize_outcome
 
 try:
     from orjson import loads as _fast_loads
@@ -96,6 +98,8 @@ class BatchContext:
     """Logs and traces each call, when anything listens."""
     deps: Any = None
     """The run's ``deps=``, handed to each tool in its context."""
+    summarize: ResultSummarizer | Model | None = None
+    """Summarises a result longer than ``Limits.max_tool_result_chars`` instead of cutting it."""
     auto_execute: bool = True
     """False: no call runs by itself; each waits for a decision, like a call that needs approval."""
     nested: list[ApprovalsPending] = field(default_factory=list)
@@ -423,6 +427,8 @@ async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float |
         slot.finish(ToolCallStatus.ERROR, error=exc)
     else:
         _finish_ok(slot, result)
+        if batch.summarize is not None and slot.outcome is not None:
+            slot.outcome = await summarize_outcome(slot.outcome, result, slot.limit, batch.summarize, batch.record)
 
 
 def _progress(
