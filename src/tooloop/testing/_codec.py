@@ -88,6 +88,10 @@ def response_to_dict(response: ModelResponse) -> dict[str, Any]:
         data["model"] = response.model
     if response.provider_data:
         data["provider_data"] = scrub_json(to_jsonable(response.provider_data))
+    if response.response_id is not None:
+        data["response_id"] = response.response_id
+    if response.stop_sequence is not None:
+        data["stop_sequence"] = response.stop_sequence
     return data
 
 
@@ -134,6 +138,8 @@ def response_from_dict(data: Mapping[str, Any]) -> ModelResponse:
         refusal=data.get("refusal"),
         model=data.get("model"),
         provider_data=dict(data.get("provider_data", {})),
+        response_id=data.get("response_id"),
+        stop_sequence=data.get("stop_sequence"),
     )
 
 
