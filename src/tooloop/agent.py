@@ -451,11 +451,16 @@ class Agent:
         return run.result()
 
     def run_sync(self, prompt: Prompt | None = None, **kwargs: Any) -> RunResult:
-        """:meth:`run` for code without an event loop."""
-        if _loop_running():
-            raise ConfigurationError("run_sync() was called inside a running event loop: use 'await agent.run(...)'")
-        # outside the ``except`` of the check: errors of the run must not carry its RuntimeError as context
-        return asyncio.run(self._run_once(prompt, **kwargs))
+        """:meth:`run` for code that does not await: a script, or a notebook cell.
+
+        Where the thread already runs an event loop (Jupyter), the run gets an event loop of its
+        own on a worker thread and this call waits for it (the calling loop waits too, so in async
+        code ``await agent.run(...)`` is the better call). Ctrl-C while it waits cancels the run
+        (it ends ``cancelled``, its session kept) and then raises ``KeyboardInterrupt``.
+        """
+        if not _loop_running():
+            return asyncio.run(self._run_once(prompt, **kwargs))
+        return _on_worker_thread(self, prompt, kwargs)
 
     async def _run_once(self, prompt: Prompt | None, **kwargs: Any) -> RunResult:
         try:
@@ -550,6 +555,26 @@ def _check_deps(deps_type: Any, deps: Any) -> None:
         )
     if not isinstance(deps, deps_type):
         raise ArgumentTypeError(f"deps must be a {deps_type.__name__} (the agent's deps_type), got {describe(deps)}")
+
+
+def _on_worker_thread(agent: Agent, prompt: Prompt | None, kwargs: dict[str, Any]) -> RunResult:
+    """``agent.run_sync`` inside a running event loop: the run on a thread with its own loop."""
+    import concurrent.futures
+
+    token = kwargs.get("cancel")
+    if token is None:
+        token = kwargs["cancel"] = CancelToken()
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tooloop-run-sync")
+    try:
+        future = pool.submit(asyncio.run, agent._run_once(prompt, **kwargs))
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            token.cancel("interrupted (Ctrl-C) while run_sync() waited")
+            future.result()  # the run ends cancelled, its last records written
+            raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _loop_running() -> bool:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
 from tooloop import (
     Agent,
     AssistantMessage,
-    ConfigurationError,
     ModelRequestFinished,
     ModelRequestStarted,
     ModelResponse,
@@ -51,9 +51,21 @@ def test_run_sync() -> None:
     assert [c.result for c in result.tool_calls] == [9, 16]
 
 
-async def test_run_sync_inside_a_running_loop_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match=r"await agent\.run"):
-        _agent().run_sync("go")
+async def test_run_sync_inside_a_running_loop_runs_on_a_worker_thread() -> None:
+    # what a notebook cell does: its thread already runs an event loop
+    caller = threading.get_ident()
+    seen: list[int] = []
+
+    def where(x: int) -> int:
+        seen.append(threading.get_ident())
+        return x + 1
+
+    result = Agent(ScriptedModel([ModelResponse(tool_calls=[ToolCall("a", "where", {"x": 1})]), "done"]),
+                   tools=[where]).run_sync("go")  # fmt: skip
+    assert result.text == "done" and result.tool_calls[0].result == 2
+    assert seen and seen[0] != caller
+    again = _agent().run_sync("go", history=result.transcript)
+    assert again.text == LONG
 
 
 async def test_conversation_yields_each_message_and_ends_with_the_result() -> None:
