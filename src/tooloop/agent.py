@@ -231,7 +231,7 @@ class Agent:
         its final answer.
 
         The model calls it with a ``prompt``. The child's transcript is kept (in the parent's
-        store as session ``"<parent session>/<call id>"``, else in the call's result), its usage
+        store as session ``"<parent session>.<call id>"``, else in the call's result), its usage
         counts in the parent's and the parent's ``max_cost`` bounds it, its events reach the
         parent's stream as ``SubagentEvent`` values, its approvals go through the parent (and,
         deferred, survive a restart), and its early stop is that call's error. ``deps``: the

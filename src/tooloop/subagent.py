@@ -3,7 +3,7 @@
 The parent's call runs a whole nested run of the child agent and its result is the child's
 answer. Everything of the child stays tied to that call:
 
-* its transcript: in a stored session, the child's own session ``"<parent session>/<call id>"``
+* its transcript: in a stored session, the child's own session ``"<parent session>.<call id>"``
   in the same store (viewable and exportable like any session; the call's result names it);
   without a store, the call's result holds it;
 * its usage: every request and call of the child counts in the parent's ``Usage`` as it happens,
@@ -96,7 +96,7 @@ class _Nested:
     async def run(self, prompt: str, deps: Any) -> ToolOutput:
         parent, ctx = self.parent, self.ctx
         store = parent.session_store if parent is not None else None
-        session_id = f"{ctx.session_id}/{self.path}" if store is not None and ctx.session_id else None
+        session_id = f"{ctx.session_id}.{self.path}" if store is not None and ctx.session_id else None
         agent = (
             self.agent.with_session(session_id, store) if store is not None and session_id is not None else self.agent
         )

@@ -176,11 +176,11 @@ async def test_a_deferred_child_approval_waits_with_the_parent_and_resumes_it(tm
     assert ran == ["look_up:tides"]
     assert second.transcript.final_text.startswith("found: tides facts + found: ")
     calls = second.transcript.tool_invocations
-    assert [c.result["session_id"] for c in calls] == ["job/p0", "job/p1"]
+    assert [c.result["session_id"] for c in calls] == ["job.p0", "job.p1"]
     assert_valid(second.transcript)
     # the children's sessions are in the parent's store, whole
     viewer = Agent(FunctionModel(lambda r: "unused"), store=store)
-    child = await viewer.with_session("job/p0").run(None)
+    child = await viewer.with_session("job.p0").run(None)
     assert [type(m).__name__ for m in child.transcript] == ["UserMessage", "ToolCallMessage", "AssistantMessage"]
 
 

@@ -69,13 +69,13 @@ async def test_two_subagents_one_awaiting_approval_survive_two_kills_and_run_eve
         ("pb/w2", "publish", {"text": "tides"})
     ]
     assert await statuses(db, "job") == [ToolCallStatus.OK, ToolCallStatus.PENDING]
-    assert await statuses(db, "job/pb") == [ToolCallStatus.OK, ToolCallStatus.PENDING]
+    assert await statuses(db, "job.pb") == [ToolCallStatus.OK, ToolCallStatus.PENDING]
 
     second = spawn(db, log, "approve")
     wait_for(second, lambda: lines(log).count("model publisher") == 2, "the publisher's model after publish")
     second.kill()  # in the middle of the child's resume: publish ran, its answer is not in
     second.communicate(timeout=10)
-    assert await statuses(db, "job/pb") == [ToolCallStatus.OK, ToolCallStatus.OK]
+    assert await statuses(db, "job.pb") == [ToolCallStatus.OK, ToolCallStatus.OK]
 
     third = spawn(db, log, "finish")
     out, err = third.communicate(timeout=60)
@@ -95,7 +95,7 @@ async def test_two_subagents_one_awaiting_approval_survive_two_kills_and_run_eve
     assert ran["model researcher"] == 2 and ran["model parent"] == 2
 
     async with open_store(f"sqlite:///{db}") as store:
-        parent, research, publisher = [await store.load(s) for s in ("job", "job/pa", "job/pb")]
+        parent, research, publisher = [await store.load(s) for s in ("job", "job.pa", "job.pb")]
         kinds = [[type(m).__name__ for m in t] for t in (parent, research, publisher)]
         assert kinds == [
             ["UserMessage", "ToolCallMessage", "ToolCallMessage", "AssistantMessage"],
@@ -104,7 +104,7 @@ async def test_two_subagents_one_awaiting_approval_survive_two_kills_and_run_eve
         ]
         for transcript in (parent, research, publisher):
             assert_valid(transcript)
-        assert [m.result["session_id"] for m in parent.tool_invocations] == ["job/pa", "job/pb"]
+        assert [m.result["session_id"] for m in parent.tool_invocations] == ["job.pa", "job.pb"]
         totals = await store.get_session("job")
         # the parent's stored totals hold both finished runs of it, children included
         assert totals.usage.cost == Decimal("0.222")
