@@ -301,13 +301,15 @@ class Tokens:
 
     ``problem`` says why the tokens cannot be trusted (ids of the wrong length, none sent for a
     request that asked for them); :class:`tooloop.rollouts.Trajectory` never trains on them then.
-    An empty ``prompt`` means the server sent no prompt ids.
+    An empty ``prompt`` means the server sent no prompt ids. ``fallback`` says why a request
+    meant to go as tokens (``token_in=True``) went as messages instead.
     """
 
     prompt: bytes = b""
     completion: bytes = b""
     logprobs: bytes = b""
     problem: str | None = None
+    fallback: str | None = None
 
     @classmethod
     def of(

@@ -347,6 +347,8 @@ def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
         data["logprobs"] = _b64(little_endian(tokens.logprobs, "d"))
     if tokens.problem is not None:
         data["problem"] = tokens.problem
+    if tokens.fallback is not None:
+        data["fallback"] = tokens.fallback
     return data
 
 
@@ -364,6 +366,7 @@ def tokens_from_dict(data: Mapping[str, Any]) -> Tokens:
         native_order(completion, "i"),
         native_order(logprobs, "d"),
         _optional_text(data, "problem"),
+        _optional_text(data, "fallback"),
     )
 
 

@@ -157,7 +157,8 @@ class _Builder:
             self._close(why)
             return
         if self._open and not tokens.prompt.startswith(self._ids):
-            self._close(_diverged(position, tokens.prompt, bytes(self._ids)))
+            why = _diverged(position, tokens.prompt, bytes(self._ids))
+            self._close(f"{why}; it was sent as messages: {tokens.fallback}" if tokens.fallback else why)
         new = tokens.prompt[len(self._ids) :] if self._open else tokens.prompt
         self._open = True
         count = len(new) // 4

@@ -11,7 +11,9 @@ from :class:`ByteTokenizer`: one id per UTF-8 byte plus two special tokens, with
 template whose assistant turns are Hermes-style (``<tool_call>{json}</tool_call>``). With
 ``keep_reasoning=False`` the template drops earlier turns' ``<think>`` blocks, as many real
 templates do: then the prompt ids of a turn do not extend the previous turn's ids.
-``token_ids=False`` makes it ignore requests for ids, and ``mangle`` edits each answer before
+``token_ids=False`` makes it ignore requests for ids, ``tokenize_endpoint=False`` removes
+``/tokenize``, a chat request's ``input_ids`` (SGLang's token-in) replace the rendered prompt,
+and ``mangle`` edits each answer before
 it is sent (ids of the wrong length, logprobs missing), for testing what a client does with
 a server that gets it wrong.
 """
@@ -114,6 +116,8 @@ class TokenServer:
     policy: Policy
     keep_reasoning: bool = True
     token_ids: bool = True
+    tokenize_endpoint: bool = True
+    """False: ``/tokenize`` answers 404, as a server without one."""
     chunk_tokens: int = 3
     mangle: Callable[[Any, int], None] | None = None
     """Called with each answer (a completion dict, or a stream's list of chunk dicts) and its number."""
@@ -168,7 +172,7 @@ class TokenServer:
     def chat(self, body: dict[str, Any]) -> tuple[bytes, bytes]:
         """The answer to one chat request: its content type and body."""
         messages = body["messages"]
-        prompt = self.tokenizer.encode(self.render(messages, body.get("tools")))
+        prompt = body.get("input_ids") or self.tokenizer.encode(self.render(messages, body.get("tools")))  # SGLang's
         sample, completion, logprobs = self._generate(prompt, messages)
         wants_ids = bool(body.get("return_token_ids")) and self.token_ids
         wants_logprobs = bool(body.get("logprobs"))
@@ -369,7 +373,7 @@ class TokenServer:
 
     def _route(self, path: str, body: dict[str, Any]) -> tuple[str, bytes, bytes]:
         try:
-            if path == "/tokenize":
+            if path == "/tokenize" and self.tokenize_endpoint:
                 return "200 OK", b"application/json", json.dumps(self.tokenize(body)).encode()
             self.requests.append(body)
             if path == "/v1/chat/completions":

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
-from ...transport.client import StatusError, StreamError, lean_eligible
+from ...transport.client import Client, StatusError, StreamError, lean_eligible
 from ...transport.http import DEFAULT_MAX_CONNECTIONS
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
@@ -49,6 +50,15 @@ from .chunks import ChunkShapeError
 from .request import ChatRequest
 from .response import parse_completion
 from .stream import CapturingStreamReader, ChatClient, ChatStreamReader
+from .token_in import (
+    COMPLETIONS_PATH,
+    FIRST,
+    TokenInUnavailable,
+    completions_body,
+    previous_tokens,
+    read_completion,
+    token_in_prompt,
+)
 from .tokens import TokenServer, capture_fields, check_token_server, with_tokens
 
 if TYPE_CHECKING:
@@ -81,6 +91,8 @@ _OPTIONS = frozenset(
         "max_connections",
         "capture_tokens",
         "token_server",
+        "token_in",
+        "server_root",
         "input_kinds",
     }
 )
@@ -110,7 +122,9 @@ def create(
     1000 as the SDK's), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring),
     and ``capture_tokens`` (ask the server for the exact prompt and sampled token ids and their
     logprobs, kept on each response: docs/rollouts.md) with ``token_server`` (``"vllm"``, the
-    default, or ``"sglang"``: whose request fields and response shapes to use).
+    default, or ``"sglang"``: whose request fields and response shapes to use), ``token_in``
+    (send each turn after the first as the previous ids plus the new messages' tokens, read
+    with the server's ``/tokenize`` at ``server_root``, by default the base URL without ``/v1``).
     """
     return build(model_name, provider, base_url, api_key, settings, options)
 
@@ -134,6 +148,8 @@ def build(
             f"known: {', '.join(sorted(known))}"
         )
     client = options.pop("client", None)
+    token_in = options.pop("token_in", False)
+    server_root = options.pop("server_root", None)
     transport = options.pop("transport", "lean")
     if transport not in ("lean", "sdk"):
         raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
@@ -162,7 +178,14 @@ def build(
             attempt_header="x-stainless-retry-count",
             max_connections=cap or DEFAULT_MAX_CONNECTIONS,
         )
+        if token_in:
+            root = server_root or _server_root(url)
+            options["token_in"] = Client(
+                root, sent, retry=RetryPolicy(max_retries), connect_timeout=connect, read_timeout=idle
+            )
         return OpenAIChatModel(model_name, lean=lean, secret=key, provider=provider, settings=settings, **options)
+    if token_in:
+        raise ConfigurationError("token_in needs the lean transport and an http(s) base URL without a proxy")
     from .sdk import client_factory
 
     version = route.version if route is not None else None
@@ -170,6 +193,12 @@ def build(
     return OpenAIChatModel(
         model_name, client=factory(), client_factory=factory, provider=provider, settings=settings, **options
     )
+
+
+def _server_root(url: str) -> str:
+    """The server's root URL, where vLLM and SGLang answer ``/tokenize``: the base URL without ``/v1``."""
+    base = url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
 def _key(provider: str, api_key: str | None, options: dict[str, Any]) -> str:
@@ -248,10 +277,15 @@ class OpenAIChatModel(ProviderModel):
         path: str = PATH,
         capture_tokens: bool = False,
         token_server: TokenServer = "vllm",
+        token_in: Client | None = None,
     ) -> None:
         self._path = path
         if not isinstance(capture_tokens, bool):
             raise ConfigurationError(f"capture_tokens must be True or False, not {capture_tokens!r}")
+        if token_in is not None and not capture_tokens:
+            raise ConfigurationError("token_in=True needs capture_tokens=True: each turn continues the previous ids")
+        self._token_in = token_in
+        self._token_server = token_server
         server = check_token_server(token_server)
         self._capture: dict[str, Any] | None = capture_fields(server) if capture_tokens else None
         self._plain_only = capture_tokens and server == "sglang"  # SGLang refuses prompt ids on a stream
@@ -309,8 +343,31 @@ class OpenAIChatModel(ProviderModel):
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
         """:meth:`_send` asking the server for the exact tokens, and reading them into the response."""
-        assert self._capture is not None
         body = self._request.body(request, settings)
+        if self._token_in is None:
+            return await self._capture_messages(body, stream, on_event)
+        try:
+            previous = previous_tokens(request.messages)
+            prompt, context = await token_in_prompt(self._token_in, body, previous)
+        except TokenInUnavailable as exc:
+            response = await self._capture_messages(body, stream, on_event)
+            if str(exc) == FIRST or response.tokens is None:
+                return response
+            return replace(response, tokens=replace(response.tokens, fallback=str(exc)))
+        if self._token_server == "sglang":  # its chat endpoint takes the ids as they are
+            body["input_ids"] = prompt
+            return await self._capture_messages(body, False, on_event)
+        completion = completions_body(self.name, prompt, settings, context)
+        self._sent(completion)
+        data = await self._channel.post_json(COMPLETIONS_PATH, self._channel.encode(completion))
+        self._received(data)
+        return read_completion(data, prompt, self.provider)
+
+    async def _capture_messages(
+        self, body: dict[str, Any], stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        """A chat request asking for the exact tokens (message-in), with them read into the response."""
+        assert self._capture is not None
         for name, value in self._capture.items():
             body.setdefault(name, value)
         if stream:
