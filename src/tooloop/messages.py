@@ -10,7 +10,7 @@ import enum
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
@@ -780,3 +780,19 @@ class ModelResponse:
             object.__setattr__(self, "stop_reason", reason)
         elif not isinstance(self.stop_reason, StopReason):
             object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
+
+
+def response_messages(messages: Sequence[Message]) -> Iterator[tuple[int, AssistantMessage | ToolCallMessage]]:
+    """``(position, message)`` of each message that records a model response: every answer, and
+    the first call of each batch of tool calls (where the response's tokens are kept)."""
+    batch: str | None = None
+    for position, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            batch = None
+            yield position, message
+        elif isinstance(message, ToolCallMessage):
+            if message.batch_id != batch:
+                yield position, message
+            batch = message.batch_id
+        else:
+            batch = None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolloopError
-from ..messages import AssistantMessage, Message, Tokens, ToolCallMessage
+from ..messages import Message, Tokens, response_messages
 
 if TYPE_CHECKING:
     from ..loop.result import RunResult
@@ -25,22 +25,6 @@ _NAN = array("d", [math.nan]).tobytes()
 
 class TrajectoryError(ToolloopError, ValueError):
     """A conversation's tokens cannot be one branch (``strict=True``), or a trajectory's dict is malformed."""
-
-
-def response_messages(messages: Sequence[Message]) -> Iterator[tuple[int, AssistantMessage | ToolCallMessage]]:
-    """``(position, message)`` of each message that records a model response: every answer, and
-    the first call of each batch of tool calls (where the response's tokens are kept)."""
-    batch: str | None = None
-    for position, message in enumerate(messages):
-        if isinstance(message, AssistantMessage):
-            batch = None
-            yield position, message
-        elif isinstance(message, ToolCallMessage):
-            if message.batch_id != batch:
-                yield position, message
-            batch = message.batch_id
-        else:
-            batch = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

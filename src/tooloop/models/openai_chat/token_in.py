@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import ModelResponseError
-from ...messages import Message, ModelResponse, Tokens, ToolCallMessage, UserMessage
+from ...messages import Message, ModelResponse, Tokens, ToolCallMessage, UserMessage, response_messages
 from ...transport.client import Client, StatusError
 from ...transport.http import TransportError
 from ..base import ModelSettings
@@ -58,8 +58,6 @@ class TokenInUnavailable(Exception):
 def previous_tokens(messages: Sequence[Message]) -> Tokens:
     """The usable tokens of the last model response in ``messages``, followed only by tool
     results and user messages; :class:`TokenInUnavailable` otherwise."""
-    from ...rollouts import response_messages
-
     found = None
     for position, message in response_messages(messages):
         found = (position, message)
