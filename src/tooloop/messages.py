@@ -239,10 +239,11 @@ _ACP = {
 class Usage:
     """Tokens, counts and cost, summed over requests with ``+``.
 
-    ``input_tokens`` includes cached input (``cache_read_tokens``, ``cache_write_tokens``) and
-    ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US dollars, None
-    when the price is unknown; a sum is None as soon as one of its requests has no price. A sum is
-    ``estimated`` as soon as one of its parts is.
+    Every provider's counts are read into one meaning: ``input_tokens`` includes cached input
+    (``cache_read_tokens``, ``cache_write_tokens``, of which ``cache_write_1h_tokens`` were written
+    for an hour) and ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US
+    dollars, None when the price is unknown (never zero for an unknown price); a sum is None as
+    soon as one of its requests has no price, and ``estimated`` as soon as one of its parts is.
     """
 
     input_tokens: int = 0
@@ -256,6 +257,8 @@ class Usage:
     estimated: bool = False
     """True when some of the tokens are an estimate: a model that reported no usage is counted by
     the context counter (when a token budget, ``Limits.max_total_tokens``, needs a count)."""
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written to a one-hour cache (priced higher than five minutes)."""
 
     @property
     def total_tokens(self) -> int:
@@ -275,6 +278,7 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
             _add_cost(self, other),
             self.estimated or other.estimated,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
 

@@ -431,6 +431,7 @@ _USAGE_COUNTS = (
     "cache_read_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "cache_write_1h_tokens",
 )
 
 

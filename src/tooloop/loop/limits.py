@@ -38,7 +38,9 @@ class Limits:
     """US dollars over the run. Before each request the loop estimates its cost as that of the
     previous request (a conversation only grows, so the next request costs at least about as
     much) and stops with ``COST_LIMIT`` when the total would go over. The model's price must be
-    known (see ``tooloop.models.prices``); otherwise the run fails before its first request."""
+    known (see ``tooloop.models.prices``); otherwise the run fails before its first request. A
+    response of unknown price later in the run (another model answered) stops it the same way:
+    an unknown cost is never counted as zero."""
     final_answer_on_limit: bool = False
     """When ``max_turns`` or the token budget is reached, make one last request without tools so
     the user gets an answer instead of a bare stop."""
@@ -91,6 +93,8 @@ def cost_reached(limits: Limits, usage: Usage, next_cost: Decimal | None) -> boo
     """True when the run's cost plus the next request's estimate would go over ``max_cost``."""
     if limits.max_cost is None:
         return False
+    if usage.cost is None and usage.requests:
+        return True  # a request of unknown price (another model answered): the limit cannot be kept
     spent = usage.cost or Decimal(0)
     return spent + (next_cost or Decimal(0)) > Decimal(limits.max_cost)
 

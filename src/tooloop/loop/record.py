@@ -44,6 +44,7 @@ def request_usage(usage: Usage) -> Usage:
         usage.reasoning_tokens,
         usage.cost,
         usage.estimated,
+        usage.cache_write_1h_tokens,
     )
 
 
@@ -139,6 +140,7 @@ class Recorder:
             total.reasoning_tokens,
             total.cost,
             total.estimated,
+            total.cache_write_1h_tokens,
         )
         if self.upstream is not None:
             self.upstream.count_call()

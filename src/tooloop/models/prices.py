@@ -6,8 +6,10 @@ does not know costs ``None``. Local servers (Ollama, vLLM, llama.cpp, any ``open
 base URL) and the test models have no price: their cost is ``None``.
 
 Tokens are priced as the providers bill them: cached input tokens at the cache-read price, cache
-writes at the cache-write price, the rest of the input at the input price, and output tokens
-(reasoning included) at the output price, or the reasoning price where a model has one.
+writes at the cache-write price of their time to live (Anthropic's one-hour writes cost more than
+five-minute ones), the rest of the input at the input price, and output tokens (reasoning
+included) at the output price, or the reasoning price where a model has one. A cost the provider
+reported itself (OpenRouter's ``usage.cost``) is kept as it is.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def _calculate(usage: Usage, provider_id: str, model: str) -> Decimal:
         counts["cache_read_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
         counts["cache_write_tokens"] = usage.cache_write_tokens
+    if usage.cache_write_1h_tokens:
+        counts["cache_write_1h_tokens"] = usage.cache_write_1h_tokens
     if usage.reasoning_tokens:
         counts["output_reasoning_tokens"] = usage.reasoning_tokens
     total: Decimal = calc_price(PriceUsage(**counts), model, provider_id=provider_id).total_price

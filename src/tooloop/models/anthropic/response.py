@@ -49,14 +49,19 @@ def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
 
 
 def usage_from(usage: Mapping[str, Any]) -> Usage:
-    """Anthropic usage as tooloop :class:`Usage`; ``input_tokens`` includes cache reads and writes."""
+    """Anthropic usage as tooloop :class:`Usage`: Anthropic's ``input_tokens`` leaves out cache reads
+    and writes, tooloop's includes them; one-hour writes (``cache_creation.ephemeral_1h_input_tokens``)
+    are counted apart, for their higher price."""
     cache_read = usage.get("cache_read_input_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
+    creation = usage.get("cache_creation")
+    hour = (creation.get("ephemeral_1h_input_tokens") or 0) if isinstance(creation, Mapping) else 0
     return Usage(
         input_tokens=(usage.get("input_tokens") or 0) + cache_read + cache_write,
         output_tokens=usage.get("output_tokens") or 0,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
+        cache_write_1h_tokens=min(hour, cache_write),
     )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from ...errors import ModelResponseError
@@ -41,17 +42,37 @@ _RawCall = tuple[str | None, str, str]
 
 
 def usage_from(data: Mapping[str, Any] | None) -> Usage:
-    """Usage from a Chat Completions ``usage`` object (cached and reasoning tokens included)."""
+    """Usage from a Chat Completions ``usage`` object (cached and reasoning tokens included).
+
+    ``prompt_tokens`` already includes cached tokens. Cache reads are
+    ``prompt_tokens_details.cached_tokens`` (DeepSeek: ``prompt_cache_hit_tokens``), cache writes
+    ``prompt_tokens_details.cache_write_tokens`` (OpenRouter). A server that bills the request in
+    ``usage.cost`` (OpenRouter, in US dollars) gives the request its cost: the invoice's own figure.
+    """
     if not data:
         return Usage()
     prompt_details = data.get("prompt_tokens_details") or {}
     completion_details = data.get("completion_tokens_details") or {}
+    cached = prompt_details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
     return Usage(
         input_tokens=data.get("prompt_tokens") or 0,
         output_tokens=data.get("completion_tokens") or 0,
-        cache_read_tokens=prompt_details.get("cached_tokens") or 0,
+        cache_read_tokens=cached,
+        cache_write_tokens=prompt_details.get("cache_write_tokens") or 0,
         reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
+        cost=_billed(data.get("cost")),
     )
+
+
+def _billed(cost: Any) -> Decimal | None:
+    """A cost the server reported, when it is a finite, non-negative number."""
+    if isinstance(cost, bool) or not isinstance(cost, int | float | str):
+        return None
+    try:
+        value = Decimal(str(cost))
+    except ArithmeticError:
+        return None
+    return value if value.is_finite() and value >= 0 else None
 
 
 def build_response(
