@@ -48,6 +48,7 @@ from .errors import (
 from .events import (
     ApprovalDecided,
     ApprovalRequested,
+    CacheMiss,
     Event,
     MessageAdded,
     ModelRequestFinished,
@@ -133,6 +134,7 @@ __all__ = [
     "AudioContent",
     "AuthenticationError",
     "BadRequestError",
+    "CacheMiss",
     "CancelToken",
     "ConfigurationError",
     "ConflictError",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
+    "CacheMiss",
     "Event",
     "EventHandler",
     "MessageAdded",
@@ -220,6 +221,22 @@ class MessageAdded:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheMiss:
+    """Request ``iteration`` read nothing from the provider's prompt cache although it should have:
+    the request before it was cached and came less than the cache's lifetime ago.
+
+    ``reason`` is the first difference found between the two requests (the tools, the system
+    prompt, which message), or says the prefix was unchanged (the provider dropped the cache).
+    ``lost_tokens`` is how many input tokens the previous request had cached.
+    """
+
+    iteration: int
+    reason: str
+    lost_tokens: int
+    kind: ClassVar[Literal["cache_miss"]] = "cache_miss"
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run ended; ``result`` is what ``agent.run()`` would have returned."""
 
@@ -264,6 +281,7 @@ Event: TypeAlias = (
     | ApprovalRequested
     | ApprovalDecided
     | MessageAdded
+    | CacheMiss
     | RunFinished
     | SubagentEvent
 )

@@ -22,6 +22,7 @@ PUBLIC = [
     "AudioContent",
     "AuthenticationError",
     "BadRequestError",
+    "CacheMiss",
     "CancelToken",
     "ConfigurationError",
     "ConflictError",

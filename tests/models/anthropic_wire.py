@@ -111,3 +111,18 @@ def streamed(content: list[dict[str, Any]], stop_reason: str = "end_turn", use: 
 def error_reply(status: int, error_type: str, text: str, headers: dict[str, str] | None = None) -> Reply:
     body = {"type": "error", "error": {"type": error_type, "message": text}, "request_id": "req_01"}
     return json_reply(body, status=status, headers=headers)
+
+
+def uncached(body: Any) -> Any:
+    """``body`` without its prompt-cache breakpoints (``cache_control`` markers, and the system
+    prompt as plain text again), for tests of the mapping itself; tests/models/test_prompt_cache.py
+    tests the breakpoints."""
+    if isinstance(body, list):
+        return [uncached(item) for item in body]
+    if not isinstance(body, dict):
+        return body
+    out = {key: uncached(value) for key, value in body.items() if key != "cache_control"}
+    system = out.get("system")
+    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in system):
+        out["system"] = "".join(b["text"] for b in system)
+    return out

@@ -67,7 +67,7 @@ async def respond_streaming(model: AnthropicModel, request: ModelRequest) -> tup
 
 
 def body(wire: WireServer, index: int = -1) -> Any:
-    return wire.requests[index].json
+    return aw.uncached(wire.requests[index].json)
 
 
 # --- text ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ async def test_agent_runs_a_tool_and_continues_over_two_turns(wire: WireServer) 
     seen_results: list[Any] = []
 
     def answer_after_checking(request: Recorded) -> Reply:
-        last = request.json["messages"][-1]
+        last = aw.uncached(request.json)["messages"][-1]
         seen_results.append(last)
         result = last["content"][0]
         if (
@@ -55,7 +55,7 @@ async def test_agent_runs_a_tool_and_continues_over_two_turns(wire: WireServer) 
     assert first.usage.input_tokens == 70 and first.usage.output_tokens == 18
     assert second.text == "You're welcome."
 
-    third = wire.requests[2].json
+    third = aw.uncached(wire.requests[2].json)
     assert third["system"] == "You add numbers."
     assert [m["role"] for m in third["messages"]] == ["user", "assistant", "user", "assistant", "user"]
     assert third["messages"][1]["content"] == [{"type": "text", "text": "Adding."}, call]

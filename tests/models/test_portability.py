@@ -162,6 +162,7 @@ def view_responses(body: dict[str, Any]) -> Seen:
 
 def view_anthropic(body: dict[str, Any]) -> Seen:
     seen = Seen()
+    body = aw.uncached(body)
     assert body["system"] == SYSTEM
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2), roles

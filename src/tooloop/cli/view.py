@@ -20,6 +20,7 @@ from .._render import outcome_text as render_outcome
 from ..events import (
     ApprovalDecided,
     ApprovalRequested,
+    CacheMiss,
     Event,
     MessageAdded,
     ModelEvent,
@@ -125,8 +126,8 @@ class TurnView:
                 self._call_done(call)
             case ApprovalRequested() | SubagentEvent():
                 self._question(event)
-            case ApprovalDecided():
-                pass  # the call's outcome line says what became of it
+            case ApprovalDecided() | CacheMiss():
+                pass  # the call's outcome line says what became of it; a cache miss is logged
             case MessageAdded(message=message):
                 # A call that never ran (denied, unknown tool) may be recorded without a
                 # ToolCallFinished event by older loops; shown once either way.

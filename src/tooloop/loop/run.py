@@ -47,6 +47,7 @@ from ..tools.tool import Tool
 from ..transcript import Transcript
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
+from .caching import CacheWatch, cache_key
 from .cancel import CancelToken
 from .channel import EventChannel
 from .config import RunConfig, SessionSource
@@ -181,6 +182,8 @@ class Run:
         """Calls waiting for a decision get none: a new prompt arrived (a subagent's run inherits this)."""
         self.undelivered: tuple[str, ...] = ()
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
+        self.cache_watch = CacheWatch(config.settings)
+        self._cache_key: str | None = None
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -398,9 +401,13 @@ class Run:
                     )
                 tools[tool.name] = tool
         if tools != self.tools:
+            # Tools keep the place they had (a server listing them in another order, or adding
+            # one, must not change the bytes of the request's prefix); new ones go last.
+            ordered = {name: tools[name] for name in self.tools if name in tools}
+            ordered.update(tools)
             self.tools.clear()
-            self.tools.update(tools)
-            self._tool_defs = tuple(t.definition for t in tools.values())
+            self.tools.update(ordered)
+            self._tool_defs = tuple(t.definition for t in ordered.values())
 
     async def _begin(self) -> None:
         """Resolve an unfinished tail (approvals, interrupted calls), then add the prompt."""
@@ -487,12 +494,16 @@ class Run:
         """Send the shaped conversation; on a context overflow, once more with a smaller one."""
         self.iteration += 1
         record = self.record
+        messages = await self.shaper.messages(record.transcript)
+        if self._cache_key is None:
+            self._cache_key = cache_key(self.session_id, messages)
         request = self._request = ModelRequest(
-            await self.shaper.messages(record.transcript),
+            messages,
             self._tool_defs,
             settings=settings or self.config.settings,
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
+            cache_key=self._cache_key,
         )
         listening = record.events is not None
         if listening:
@@ -510,6 +521,9 @@ class Run:
         record.count_request(response.usage)
         if listening:
             record.emit(ModelRequestFinished(self.iteration, response, record.usage))
+        miss = self.cache_watch.check(self.iteration, self._request, response.usage)
+        if miss is not None and listening:
+            record.emit(miss)
         return response
 
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:

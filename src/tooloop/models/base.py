@@ -7,12 +7,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..errors import ArgumentValueError
 from ..events import EventHandler
 from ..messages import Message, ModelResponse
 
-__all__ = ["Model", "ModelRequest", "ModelSettings", "OutputSchema", "ToolChoice", "ToolDefinition"]
+__all__ = [
+    "CacheMode",
+    "CacheTTL",
+    "Model",
+    "ModelRequest",
+    "ModelSettings",
+    "OutputSchema",
+    "ToolChoice",
+    "ToolDefinition",
+]
 
 ToolChoice = Literal["auto", "none", "required"]
+CacheMode = Literal["auto", "off", "explicit"]
+"""How requests use the provider's prompt cache (see :attr:`ModelSettings.cache`)."""
+CacheTTL = Literal["5m", "1h"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,21 @@ class ModelSettings:
     """Force streaming (True) or plain requests (False); None lets the adapter choose."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Provider-specific request fields, passed through unchanged."""
+    cache: CacheMode | None = None
+    """Prompt caching. ``"auto"`` (the default, None): Anthropic requests carry ``cache_control``
+    breakpoints (tools, system, the two latest turns: four, the provider's limit) and OpenAI
+    requests a ``prompt_cache_key`` per session. ``"off"``: neither. ``"explicit"``: tooloop adds
+    none; markers you pass in ``extra`` (Anthropic's top-level ``cache_control``, OpenAI's
+    ``prompt_cache_key``) are the only ones."""
+    cache_ttl: CacheTTL | None = None
+    """How long Anthropic keeps the cached prefix: ``"5m"`` (the provider's default) or ``"1h"``
+    (writes cost 2x the input price instead of 1.25x; worth it when turns are minutes apart)."""
+
+    def __post_init__(self) -> None:
+        if self.cache not in (None, "auto", "off", "explicit"):
+            raise ArgumentValueError(f"ModelSettings(cache={self.cache!r}): pass 'auto', 'off' or 'explicit'")
+        if self.cache_ttl not in (None, "5m", "1h"):
+            raise ArgumentValueError(f"ModelSettings(cache_ttl={self.cache_ttl!r}): pass '5m' or '1h'")
 
     def merged(self, override: ModelSettings | None) -> ModelSettings:
         """These settings with every field that ``override`` sets taking precedence."""
@@ -82,6 +110,9 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=ModelSettings)
     output: OutputSchema | None = None
     tool_choice: ToolChoice = "auto"
+    cache_key: str | None = None
+    """A key stable across the turns of one conversation (and across processes), for providers
+    that route requests sharing a prefix to the same cache (OpenAI's ``prompt_cache_key``)."""
 
     def __repr__(self) -> str:
         parts = [f"messages={list(self.messages)!r}", f"tools={[t.name for t in self.tools]!r}"]

@@ -12,6 +12,10 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
 * A request whose history holds ``tool_use`` blocks must define tools. When the request has no
   tools any more, the tools named in the history are declared with a permissive schema and
   ``tool_choice`` ``none``, so the model can read the history but cannot call them.
+* Prompt caching (``ModelSettings.cache`` ``"auto"``): ``cache_control`` breakpoints on the last
+  tool, on the system prompt and on the last block of the two latest messages: four, Anthropic's
+  limit. The latest one moves forward every turn; the one before it still matches what the
+  previous request cached, so a turn that adds two messages reads the cache too.
 """
 
 from __future__ import annotations
@@ -74,7 +78,32 @@ def build_body(
         body["stop_sequences"] = list(settings.stop)
     if thinking is not None:
         body["thinking"] = dict(thinking)
+    if settings.cache in (None, "auto"):
+        add_breakpoints(body, settings.cache_ttl)
     return body, output_tool
+
+
+MAX_BREAKPOINTS = 4
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def add_breakpoints(body: dict[str, Any], ttl: str | None) -> None:
+    """Mark the cacheable prefixes of ``body``: last tool, system, the two latest messages."""
+    marker: Block = {"type": "ephemeral", "ttl": ttl} if ttl == "1h" else {"type": "ephemeral"}
+    left = MAX_BREAKPOINTS
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": marker}
+        left -= 1
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": marker}]
+        left -= 1
+    for message in reversed(body["messages"][-min(left, 2) :] if left else []):
+        blocks = message["content"]
+        at = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i].get("type") not in _UNMARKABLE), None)
+        if at is not None:
+            blocks[at] = {**blocks[at], "cache_control": marker}
 
 
 def convert_messages(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str, Any]], list[str]]:

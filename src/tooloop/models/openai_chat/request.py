@@ -99,6 +99,8 @@ class ChatRequest:
             body["stop"] = list(settings.stop)
         if settings.seed is not None:
             body["seed"] = settings.seed
+        if request.cache_key is not None and self.provider == "openai" and settings.cache in (None, "auto"):
+            body["prompt_cache_key"] = request.cache_key  # extra, below, may set another
         if settings.extra:
             body.update(settings.extra)
         return body

@@ -30,6 +30,14 @@ from ..portable import IdMapper, ToolBatch, Turn, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "ResponsesRequest"]
 
+
+def _cache_key(request: ModelRequest, settings: ModelSettings) -> dict[str, str]:
+    """``prompt_cache_key`` for automatic caching, unless the caller sets one in ``extra``."""
+    if request.cache_key is None or settings.cache not in (None, "auto") or "prompt_cache_key" in settings.extra:
+        return {}
+    return {"prompt_cache_key": request.cache_key}
+
+
 PROVIDER = "openai-responses"
 INPUT_KINDS = frozenset({"image", "document"})
 """What a Responses request's user message takes besides text: ``input_image`` and ``input_file``."""
@@ -86,6 +94,7 @@ class ResponsesRequest:
         ):
             if value is not None:
                 params[name] = value
+        params.update(_cache_key(request, settings))
         if settings.extra:
             params["extra_body"] = dict(settings.extra)
         return params
