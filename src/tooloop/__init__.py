@@ -101,6 +101,7 @@ from .models.registry import (
     register_provider_source,
 )
 from .store import SessionInfo, Store, open_store
+from .tools.search import ToolSearch
 from .tools.source import ToolSource
 from .tools.tool import Tool, ToolContext, tool
 from .transcript import Transcript
@@ -205,6 +206,7 @@ __all__ = [
     "ToolDeniedError",
     "ToolError",
     "ToolOutput",
+    "ToolSearch",
     "ToolSource",
     "ToolSourceError",
     "ToolTimeoutError",

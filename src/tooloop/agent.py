@@ -31,6 +31,7 @@ from .models.inputs import check_prompt_inputs
 from .store.base import Store
 from .store.journal import SessionBinding, SessionLease, default_store_url
 from .subagent import INHERIT, subagent_tool
+from .tools.search import ToolSearch
 from .tools.source import ToolSource
 from .tools.tool import Tool
 from .transport.perloop import close_loop_clients
@@ -63,6 +64,7 @@ class _Options:
     name: str | None = None
     auto_execute_tools: bool = True
     summarize_results: ResultSummarizer | Model | str | None = None
+    tool_search: ToolSearch | None = None
     output: OutputSpec | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,6 +89,10 @@ class _Options:
             )
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ArgumentTypeError(f"Agent(name=...) takes a non-empty string, got {describe(self.name)}")
+        if self.tool_search is not None and not isinstance(self.tool_search, ToolSearch):
+            raise ArgumentTypeError(
+                f"Agent(tool_search=...) got {describe(self.tool_search)}; pass True, ToolSearch(...) or None"
+            )
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
             raise ArgumentTypeError(
                 f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
@@ -136,6 +142,7 @@ class Agent:
         name: str | None = None,
         auto_execute_tools: bool = True,
         summarize_results: ResultSummarizer | Model | str | None = None,
+        tool_search: ToolSearch | bool | None = None,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -162,6 +169,7 @@ class Agent:
             name=name,
             auto_execute_tools=auto_execute_tools,
             summarize_results=summarize_results,
+            tool_search=ToolSearch() if tool_search is True else (tool_search or None),
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -697,4 +705,5 @@ def _resolve(options: _Options) -> RunConfig:
         name=options.name,
         auto_execute_tools=options.auto_execute_tools,
         summarize_results=_summarizer(options.summarize_results),
+        tool_search=options.tool_search,
     )

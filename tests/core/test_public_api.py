@@ -93,6 +93,7 @@ PUBLIC = [
     "ToolDeniedError",
     "ToolError",
     "ToolOutput",
+    "ToolSearch",
     "ToolSource",
     "ToolSourceError",
     "ToolTimeoutError",

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ..messages import Message, Usage
 from ..models.base import Model, ModelSettings
+from ..tools.search import ToolSearch
 from ..tools.source import ToolSource
 from ..tools.tool import Tool
 from ..transcript import Transcript
@@ -54,6 +55,8 @@ class RunConfig:
     """Summarises a tool result longer than ``Limits.max_tool_result_chars`` instead of cutting it."""
     auto_execute_tools: bool = True
     """False: the run pauses with every call pending, as for approvals."""
+    tool_search: ToolSearch | None = None
+    """Past its threshold, the model gets a search tool and the tools it loaded (not all of them)."""
 
 
 class SessionSource(Protocol):

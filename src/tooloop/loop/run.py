@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..context.tokens import counter_for
-from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError
+from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -39,10 +39,11 @@ from ..messages import (
     UserMessage,
     UserPart,
 )
-from ..models.base import ModelRequest, ModelSettings, ToolChoice
+from ..models.base import ModelRequest, ModelSettings, ToolChoice, ToolDefinition
 from ..models.payloads import listen
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
+from ..tools.search import SEARCH_TOOL, ToolLoader
 from ..tools.tool import Tool
 from ..transcript import Transcript
 from .answer import Answers
@@ -184,6 +185,9 @@ class Run:
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
         self.cache_watch = CacheWatch(config.settings)
         self._cache_key: str | None = None
+        self.loader: ToolLoader | None = None  # tool search: made at the first request, from the history
+        # what a batch may call: every tool, or (tool search) the search tool and every tool
+        self._runnable = self.tools if config.tool_search is None else dict(self.tools)
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -499,7 +503,7 @@ class Run:
             self._cache_key = cache_key(self.session_id, messages)
         request = self._request = ModelRequest(
             messages,
-            self._tool_defs,
+            self._tool_defs if self.config.tool_search is None else self._searched_tools(),
             settings=settings or self.config.settings,
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
@@ -605,6 +609,8 @@ class Run:
         batch_id = f"{response.tool_calls[0].id}@{len(self.record.transcript)}"
         batch = self._batch_context()
         slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
+        if self.loader is not None and self.loader.active:
+            self._refuse_unloaded(slots)
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or cut_off(response)
         if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.usage):
             await self._refuse_batch(slots, response)
@@ -617,6 +623,35 @@ class Run:
         await self._settle(slots, batch)
         if self.guards.errors_repeated(s.outcome for s in slots if s.outcome is not None):
             self._stop(StopReason.REPEATED_ERROR)
+
+    def _searched_tools(self) -> tuple[ToolDefinition, ...]:
+        """Tool search: the search tool and the loaded tools once there are more than the threshold."""
+        search = self.config.tool_search
+        assert search is not None
+        if self.loader is None:
+            self.loader = ToolLoader(search, self.tools, self.record.transcript)
+        self._runnable.clear()
+        self._runnable.update(self.tools)
+        if not self.loader.active:
+            return self._tool_defs
+        offered = self.loader.offered()
+        self._runnable[SEARCH_TOOL] = offered[SEARCH_TOOL]
+        return tuple(t.definition for t in offered.values())
+
+    def _refuse_unloaded(self, slots: list[Slot]) -> None:
+        """A call to a tool that exists but is not loaded: loaded now, and the model told to call again."""
+        loader = self.loader
+        assert loader is not None
+        for slot in slots:
+            name = slot.template.tool_name
+            if name == SEARCH_TOOL or name in loader.loaded or name not in self.tools:
+                continue
+            loader.load(name)
+            error = ToolError(
+                f"tool {name!r} was not loaded yet, so this call did not run; it is loaded now: "
+                "call it again with the parameters its definition asks for"
+            )
+            slot.finish(ToolCallStatus.ERROR, error=error)
 
     async def _final_answer(self) -> None:
         """After a limit stopped the run: one more request without tools, for an answer."""
@@ -639,7 +674,7 @@ class Run:
             return self._batch_view
         config, record = self.config, self.record
         self._batch_view = BatchContext(
-            tools=self.tools,
+            tools=self._runnable,
             denied=config.denied,
             limits=config.limits,
             hooks=config.hooks,
