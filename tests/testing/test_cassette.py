@@ -78,6 +78,7 @@ async def test_record_writes_readable_json_with_requests_responses_and_events(tm
             "cache_read_tokens": 0,
             "cache_write_tokens": 0,
             "reasoning_tokens": 0,
+            "cache_write_1h_tokens": 0,
         },
         "thinking": [{"text": "The user wants weather.", "signature": "sig-1"}],
     }

@@ -16,6 +16,7 @@ from tooloop.errors import (
     RateLimitError,
 )
 from tooloop.events import ModelEvent, TextDelta, ToolCallDelta
+from tooloop.loop.guards import unfinished_json
 from tooloop.messages import ModelResponse, StopReason, ToolCall, Usage, UserMessage
 from tooloop.models.base import ModelRequest
 from tooloop.testing.faults import (
@@ -147,7 +148,8 @@ async def test_malformed_tool_arguments_become_invalid_json_text() -> None:
     assert [(c.id, c.name) for c in response.tool_calls] == [("c1", "get_weather"), ("c2", "get_time")]
     for call, original in zip(response.tool_calls, ('{"city": "Paris"}', '{"zone": "CET"}'), strict=True):
         assert isinstance(call.arguments, str)
-        assert original.startswith(call.arguments)
+        assert call.arguments == original.replace('"', "'")  # complete, not cut off: see unfinished_json
+        assert not unfinished_json(call.arguments)
         with pytest.raises(json.JSONDecodeError):
             json.loads(call.arguments)
     assert (response.text, response.usage, response.stop_reason) == ("checking", Usage(3, 4), StopReason.TOOL_USE)
@@ -159,7 +161,9 @@ async def test_malformed_tool_arguments_become_invalid_json_text() -> None:
 async def test_malformed_empty_arguments_are_still_invalid() -> None:
     faulty = inject(ListModel([ModelResponse("", (ToolCall("c1", "now", {}),))]), MalformedToolArguments())
     (call,) = (await faulty.respond(REQUEST)).tool_calls
-    assert call.arguments == "{"
+    assert call.arguments == "{arguments}"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call.arguments)
 
 
 async def test_orphaned_tool_call_is_added_after_the_real_calls() -> None:
@@ -195,7 +199,7 @@ async def test_faults_combine_in_order_and_streaming_passes_through() -> None:
     response = await faulty.respond(REQUEST, events.append)
     assert [type(f.fault) for f in faulty.fired] == [Latency, MalformedToolArguments, OrphanedToolCall]
     assert [c.name for c in response.tool_calls] == ["f", "no_such_tool"]
-    assert response.tool_calls[0].arguments == '{"a"'
+    assert response.tool_calls[0].arguments == "{'a': 1}"
     assert ToolCallDelta(0, "c1", "f") in events
     assert faulty.name == "list-model"
 

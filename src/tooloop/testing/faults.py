@@ -200,9 +200,12 @@ class TruncatedStream(Fault):
 
 @dataclass(frozen=True, slots=True)
 class MalformedToolArguments(Fault):
-    """Every tool call of the response gets its arguments as broken JSON text (the first half).
+    """Every tool call of the response gets its arguments as complete but invalid JSON: the object
+    written with single quotes, as some models write Python dicts.
 
-    Applies only to responses with tool calls; streamed argument deltas pass through unchanged.
+    (Arguments that stop half way are a response cut off by the output limit: the loop never runs
+    those and stops, see ``Limits.retry_cut_calls``.) Applies only to responses with tool calls;
+    streamed argument deltas pass through unchanged.
     """
 
     def after(self, response: ModelResponse, number: int) -> ModelResponse:
@@ -216,8 +219,9 @@ def _broken(arguments: Any) -> str:
     text = arguments if isinstance(arguments, str) else json.dumps(to_jsonable(arguments))
     if not text.strip().startswith("{"):
         text = "{}"
-    # A strict prefix of a JSON object is never valid JSON: the closing brace is missing.
-    return text.strip()[: max(1, len(text.strip()) // 2)]
+    # Single quotes are never valid JSON strings; an object without keys gets a bare word instead.
+    broken = text.strip().replace('"', "'")
+    return broken if "'" in broken else "{arguments}"
 
 
 @dataclass(frozen=True, slots=True)
