@@ -94,7 +94,7 @@ async def test_audio_is_not_advertised_and_refused_where_the_model_takes_none(wi
         assert wire.requests == []
         # the session goes on: an image is taken
         assert await _prompt(conn, session, BLOCKS[:2]) == "end_turn"
-        (message,) = wire.requests[0].json["messages"]
+        (message,) = aw.uncached(wire.requests[0].json)["messages"]
         assert message["content"] == [
             {"type": "text", "text": "Compare these."},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},

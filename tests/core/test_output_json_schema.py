@@ -89,7 +89,7 @@ async def test_anthropic_without_native_output_answers_right_the_first_time(wire
         await model.aclose()  # type: ignore[attr-defined]
     assert result.output == {"name": "Ada", "age": 36}
     assert len(wire.requests) == 1
-    sent = wire.requests[0].json
+    sent = aw.uncached(wire.requests[0].json)
     assert json.dumps(PERSON) in sent["system"]
     assert "tools" not in sent  # no forced output tool without native_output
 
