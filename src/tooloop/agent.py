@@ -374,7 +374,11 @@ class Agent:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
             session = SessionBinding(
-                self._options.store or default_store_url(), session_id, self._options.lease, turn_id=turn_id
+                self._options.store or default_store_url(),
+                session_id,
+                self._options.lease,
+                turn_id=turn_id,
+                setup=_setup(self._options.name, config),
             )
             if config.context is None:
                 config = replace(config, context=ContextPolicy())
@@ -604,6 +608,14 @@ def _split_tools(values: Any) -> tuple[tuple[Tool, ...], tuple[ToolSource, ...]]
 
 def _is_source(value: Any) -> bool:
     return isinstance(value, ToolSource) and not isinstance(value, Tool)
+
+
+def _setup(name: str | None, config: RunConfig) -> dict[str, Any]:
+    """What a stored session keeps of the agent that runs it: name, model, system prompt, settings."""
+    from ._json import to_jsonable
+
+    settings = {k: v for k, v in to_jsonable(config.settings).items() if v not in (None, {}, [])}
+    return {"name": name, "model": getattr(config.model, "name", None), "system": config.system, "settings": settings}
 
 
 def _check_summarizer(summarizer: Any) -> None:

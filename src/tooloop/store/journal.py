@@ -10,8 +10,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ArgumentTypeError, ArgumentValueError, ConflictError, SessionBusyError, SessionNotFoundError
 from ..events import ToolCallProgress
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger("tooloop.store")
+
+SETUP_KEY = "tooloop.agent"
+"""The session metadata key holding what the last run's agent ran with: its name, model, system
+prompt and model settings."""
 
 DEFAULT_STORE_URL = "sqlite:///tooloop-sessions.db"
 """Where sessions go when a run names a session but the agent has no store."""
@@ -266,8 +271,15 @@ class SessionBinding:
     """Opens a session for one run: its stored history and a journal; closes a store it opened."""
 
     def __init__(
-        self, store: Store | str, session_id: str, lease: SessionLease | None = None, turn_id: str | None = None
+        self,
+        store: Store | str,
+        session_id: str,
+        lease: SessionLease | None = None,
+        turn_id: str | None = None,
+        setup: Mapping[str, Any] | None = None,
     ):
+        self._setup = setup
+        """What the agent runs with (name, model, system prompt, settings), kept in the session."""
         self._store = store
         self.session_id = session_id
         self._turn_id = turn_id
@@ -304,6 +316,7 @@ class SessionBinding:
             self._journal = SessionJournal(store, self.session_id, 0)
             return (), self._journal
         history = await store.load(self.session_id)
+        self._compare_setup(info.metadata.get(SETUP_KEY))
         earlier = _OPEN_RUNS.earlier(self._key, self)
         if earlier and (_started_calls(history) or await store.version(self.session_id) != info.version):
             # Another run of this process is writing the session (a cancelled one records what the
@@ -313,6 +326,25 @@ class SessionBinding:
             history = await store.load(self.session_id)
         self._journal = SessionJournal(store, self.session_id, info.version)
         return history, self._journal
+
+    def _compare_setup(self, stored: Any) -> None:
+        """Say so when another agent (another system prompt) continues the session."""
+        if self._setup is None or not isinstance(stored, Mapping):
+            return
+        changed = [key for key in ("system", "name") if stored.get(key) != self._setup.get(key)]
+        if "system" in changed:
+            before, now = stored.get("name"), self._setup.get("name")
+            who = f" (agent {before!r} before, {now!r} now)" if "name" in changed else ""
+            _log.warning(
+                "session %s was run with another system prompt%s: this run sends its own, %s",
+                self.session_id,
+                who,
+                "none" if self._setup.get("system") is None else f"{len(str(self._setup['system']))} characters",
+            )
+            self.continued_from = dict(stored)
+
+    continued_from: dict[str, Any] | None = None
+    """The setup the session was last run with, when a run continues it with another system prompt."""
 
     async def _wait_for(self, runs: Sequence[SessionBinding]) -> None:
         # Polled: the other run may be on another thread's event loop (run_sync, a worker thread).
@@ -374,7 +406,10 @@ class SessionBinding:
         if title is None:
             first = next((m for m in transcript if isinstance(m, UserMessage)), None)
             title = _title(first.text) if first is not None else None
-        await store.set_metadata(self.session_id, title=title, model=model or info.model, usage=info.usage + usage)
+        metadata = info.metadata if self._setup is None else {**info.metadata, SETUP_KEY: dict(self._setup)}
+        await store.set_metadata(
+            self.session_id, title=title, model=model or info.model, usage=info.usage + usage, metadata=metadata
+        )
 
 
 def _started_calls(history: Sequence[Message]) -> bool:
