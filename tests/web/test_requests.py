@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tooloop import Agent, ModelResponse, ToolCall, Usage
+from tooloop import Agent, Limits, ModelResponse, ToolCall, Usage
 from tooloop.testing import ScriptedModel
 
 from ._seed import add, seed
@@ -65,6 +65,9 @@ def test_a_session_shows_usage_and_cost_per_request_and_in_total(
     assert page.locator("#m1 .request-usage").inner_text() == "1200 in · 40 out · $0.000520"
     assert page.locator("#m2 .request-usage").count() == 0  # the batch's second call: same request
     assert page.locator("#m3 .request-usage").inner_text() == "1300 in · 25 out · $0.0125"
+    titles = page.locator("#waterfall rect.wf-bar.request title").all_text_contents()
+    assert len(titles) == 2 and "1200 in · 40 out · $0.000520" in titles[0]  # the waterfall says it too
+    assert "1300 in · 25 out · $0.0125" in titles[1]
     page.locator("#requests a[href='#m3']").click()
     assert page.url.endswith("#m3")
     page.screenshot(path=str(screenshots / f"requests-{store_url.partition(':')[0]}.png"), full_page=True)
@@ -80,3 +83,19 @@ def test_a_session_stored_without_per_request_usage_shows_its_totals_only(
     assert page.locator("#requests").count() == 0
     assert page.locator(".request-usage").count() == 0
     assert "$0.0420" in page.locator("#totals").inner_text()
+
+
+def test_a_request_whose_usage_was_estimated_says_so(sqlite_url: str, web: Start, page: Any) -> None:
+    async def run() -> None:
+        model = ScriptedModel([ModelResponse("hi")])  # a model that reports no usage
+        agent = Agent(model, store=sqlite_url, limits=Limits(max_total_tokens=10_000))
+        await agent.run("hello there", session_id="guessed")
+
+    run_async(run)
+    server = web(sqlite_url)
+    page.goto(server.address)
+    page.goto(server.base + "/s/guessed")
+    row = page.locator("#requests tbody tr.request-row")
+    assert row.count() == 1
+    assert row.locator(".badge").inner_text() == "estimated"
+    assert int(_cells(row)[4]) > 0  # the context counter's estimate, not zero

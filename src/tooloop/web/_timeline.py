@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -69,6 +69,8 @@ class Bar:
     start: float
     end: float
     pos: int
+    usage: Usage | None = None
+    """A request's tokens and cost, when its message keeps them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,9 @@ def build_waterfall(entries: Sequence[Entry], writes: Sequence[Write]) -> Waterf
         )
         for label, kind, a, b, pos in spans
     )
+    if any(bar.kind == "request" for bar in bars):
+        used = {e.pos: e.message.usage for e in entries if isinstance(e.message, AssistantMessage | ToolCallMessage)}
+        bars = tuple(replace(bar, usage=used.get(bar.pos)) if bar.kind == "request" else bar for bar in bars)
     return Waterfall(bars, max(b.end for b in bars) or 0.0)
 
 
