@@ -251,3 +251,15 @@ async def _streamed(agent: Agent, prompt: list[Any]) -> Any:
                 deltas.append(event.text)
     assert "".join(deltas) == events.result.text
     return events.result
+
+
+async def test_chat_completions_sends_a_text_document_as_text_even_to_a_text_only_model(
+    wire: WireServer, make_model: Make
+) -> None:
+    wire.queue(plain(completion({"content": "At nine."})))
+    model = make_model("deepseek:deepseek-chat", stream=False)
+    await Agent(model).run(["When?", DocumentContent(NOTES, "text/markdown", "notes.md")])
+    assert sent(wire)["messages"][0]["content"] == [
+        {"type": "text", "text": "When?"},
+        {"type": "text", "text": '<document name="notes.md">\nNotes: café at 9.\n</document>'},
+    ]

@@ -5,7 +5,8 @@ adapters do; Chat Completions servers have an ``input_kinds`` option, as the wir
 tell whether the model behind it sees images). A model without the attribute (a
 :class:`~tooloop.testing.FunctionModel`, your own ``Model``) is given every kind and decides itself.
 A prompt with an attachment the model does not take is refused before anything is sent or
-stored, in one line naming the attachment, the model and what it takes.
+stored, in one line naming the attachment, the model and what it takes. A text document
+(``text/*`` in UTF-8) is never refused: a model without document input is sent its text.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def check_prompt_inputs(model: Any, messages: Iterable[Message]) -> None:
         if not isinstance(message, UserMessage):
             continue
         for part in message.attachments:
-            if part.kind not in kinds:
+            if part.kind not in kinds and not (isinstance(part, DocumentContent) and decoded_text(part) is not None):
                 name = getattr(model, "name", type(model).__name__)
                 provider = getattr(model, "provider", None)
                 label = f"{provider} model {name!r}" if provider else f"model {name!r}"

@@ -30,7 +30,7 @@ from ...messages import (
 )
 from ...outcome import for_model
 from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
-from ..inputs import ALL_INPUTS, data_url, file_name, kinds_text, refuse, wav_or_mp3
+from ..inputs import ALL_INPUTS, data_url, decoded_text, file_name, kinds_text, refuse, wav_or_mp3
 from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
@@ -139,6 +139,9 @@ class ChatRequest:
         """A user message's content part: ``text``, ``image_url``, ``input_audio`` or ``file``."""
         if isinstance(part, TextContent):
             return {"type": "text", "text": part.text}
+        if isinstance(part, DocumentContent) and (text := decoded_text(part)) is not None:
+            # as text: most compatible servers have no file input, and every model reads text
+            return {"type": "text", "text": f'<document name="{file_name(part)}">\n{text}\n</document>'}
         label = f"{self.provider} model {self.model!r}"
         if part.kind not in self.input_kinds:
             raise refuse(part, label, kinds_text(self.input_kinds))
