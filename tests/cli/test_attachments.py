@@ -77,14 +77,14 @@ def test_an_attachment_by_url_is_downloaded_and_typed_by_its_content(cli: Cli, w
 
 
 def test_attach_type_forces_the_type(cli: Cli, wire: WireServer) -> None:
-    table = b"\x01\x02a;b\n"
+    table = b"PAR1\x01\x02\x03"
     (cli.cwd / "table.dat").write_bytes(table)
-    wire.queue(text_reply("Two columns."))
-    ran = cli("run", "Read it", "--model", MODEL, "-a", "table.dat", "--attach-type", "text/csv")
+    wire.queue(text_reply("Three rows."))
+    ran = cli("run", "Read it", "--model", MODEL, "-a", "table.dat", "--attach-type", "application/x-parquet")
     assert ran.returncode == 0, ran.stderr
     assert sent_messages(wire, 0)[0]["content"][1]["file"] == {
         "filename": "table.dat",
-        "file_data": f"data:text/csv;base64,{b64(table)}",
+        "file_data": f"data:application/x-parquet;base64,{b64(table)}",
     }
 
 
