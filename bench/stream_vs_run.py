@@ -2,8 +2,8 @@
 
 A quick reproduction of the shared bench's concurrency and sequential phases for the two tooloop
 contestants only (`bench/peers/tooloop.py`: ``agent.run``, `bench/peers/tooloop_stream.py`:
-``agent.stream``): conversations per second, client CPU and peak RSS for N concurrent
-conversations (each trial a fresh process, front doors interleaved), and client CPU per
+``agent.stream``): conversations per second, client CPU, peak RSS and the garbage collector's
+passes per generation for N concurrent conversations (each trial a fresh process, front doors interleaved), and client CPU per
 conversation one at a time. Prints each measure per front door and the ratio stream / run.
 
     python bench/stream_vs_run.py                       # 200 and 1000 concurrent, 3 trials each
@@ -120,9 +120,11 @@ async def concurrent(door: str, url: str, n: int) -> dict[str, float]:
     run = build(door, url, "mock-k1-t3-l50")
     assert expected(1, 3) in await run(PROMPT)
     rss0 = peak_mb("VmRSS")
+    collections = [generation["collections"] for generation in gc.get_stats()]
     c0, t0 = time.process_time(), time.perf_counter()
     answers = await asyncio.gather(*(run(PROMPT) for _ in range(n)), return_exceptions=True)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    collections = [after["collections"] - before for after, before in zip(gc.get_stats(), collections, strict=True)]
     failed = [a for a in answers if isinstance(a, BaseException) or expected(1, 3) not in a]
     return {
         "conv_per_s": (n - len(failed)) / wall,
@@ -130,6 +132,11 @@ async def concurrent(door: str, url: str, n: int) -> dict[str, float]:
         "peak_rss_mb": peak_mb("VmHWM"),
         "rss_before_mb": rss0,
         "failed": len(failed),
+        # the collector's passes during the burst, youngest generation first: unlike time, load
+        # does not move them (a full pass walks every live object)
+        "gc_gen0": collections[0],
+        "gc_gen1": collections[1],
+        "gc_gen2": collections[2],
     }
 
 
@@ -216,7 +223,8 @@ def main() -> None:
             for rep in range(args.trials):
                 for door in DOORS if rep % 2 == 0 else reversed(DOORS):
                     trials[door].append(trial(door, mock.url, n))
-            for key, better in (("conv_per_s", True), ("cpu_s", False), ("peak_rss_mb", False)):
+            measures = ("conv_per_s", True), ("cpu_s", False), ("peak_rss_mb", False)
+            for key, better in (*measures, ("gc_gen0", False), ("gc_gen1", False), ("gc_gen2", False)):
                 medians = {door: statistics.median(t[key] for t in trials[door]) for door in DOORS}
                 report(f"{key} @ {n} concurrent", medians, better)
             failed = {door: sum(t["failed"] for t in trials[door]) for door in DOORS}
