@@ -16,6 +16,11 @@ from typing import Any
 from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage, ToolCallStatus
 from .limits import Limits
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson comes with the provider extras
+    orjson = None  # type: ignore[assignment]
+
 __all__ = ["Guards", "call_key", "cut_off", "grown_max_tokens", "unfinished_json"]
 
 
@@ -77,11 +82,23 @@ def call_key(call: ToolCall) -> tuple[str, str]:
     """The tool and its arguments in one canonical form: the same call written differently is equal."""
     arguments: Any = call.arguments
     if isinstance(arguments, str):
-        try:
+        try:  # the standard library: orjson reads an int beyond 64 bits as a float, and two such become equal
             arguments = json.loads(arguments or "{}")
         except ValueError:
             return call.name, arguments
     return call.name, _CANONICAL.encode(arguments)
+
+
+def _complete(text: str) -> bool:
+    """True when ``text`` is valid JSON, as far as a parser in C can tell quickly."""
+    try:
+        if orjson is not None:
+            orjson.loads(text)
+        else:
+            json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
@@ -102,11 +119,8 @@ def cut_off(response: ModelResponse) -> bool:
 
 def unfinished_json(text: str) -> bool:
     """True when ``text`` opens a JSON string, object or array it never closes."""
-    try:  # the usual case, complete JSON, found by the C parser (every response asks, three times)
-        json.loads(text)
+    if _complete(text):  # the usual case, found in C (every response asks, three times)
         return False
-    except ValueError:
-        pass
     depth = 0
     in_string = escaped = False
     for char in text:
