@@ -3,8 +3,9 @@
 A quick reproduction of the shared bench's concurrency and sequential phases for the two tooloop
 contestants only (`bench/peers/tooloop.py`: ``agent.run``, `bench/peers/tooloop_stream.py`:
 ``agent.stream``): conversations per second, client CPU, peak RSS and the garbage collector's
-passes per generation for N concurrent conversations (each trial a fresh process, front doors interleaved), and client CPU per
-conversation one at a time. Prints each measure per front door and the ratio stream / run.
+passes per generation for N concurrent conversations (each trial a fresh process, front doors
+interleaved), and client CPU per conversation one at a time. Prints each measure per front door
+and the ratio stream / run.
 
     python bench/stream_vs_run.py                       # 200 and 1000 concurrent, 3 trials each
     python bench/stream_vs_run.py --levels 1000 --trials 1 --seq-n 0
