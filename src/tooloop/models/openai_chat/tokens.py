@@ -74,7 +74,10 @@ def _content_logprobs(value: Any) -> list[float | None] | None:
     content = value.get("content")
     if not isinstance(content, list):
         return None
-    return [item.get("logprob") if isinstance(item, Mapping) else None for item in content]
+    try:
+        return [item["logprob"] for item in content]
+    except (TypeError, KeyError):
+        return [item.get("logprob") if isinstance(item, Mapping) else None for item in content]
 
 
 def _meta_tokens(rows: Any) -> tuple[list[int] | None, list[float | None] | None]:
@@ -105,11 +108,22 @@ def checked(prompt: Any, completion: Any, logprobs: Any, response: ModelResponse
         if len(logprobs) != count:
             problem = problem or f"the server sent {len(logprobs)} logprobs for {count} completion ids"
         else:
-            try:
-                tokens = Tokens.of(tokens.prompt_ids, tokens.completion_ids, _numbers(logprobs))
-            except ValueError as exc:
-                problem = problem or f"the server sent unreadable logprobs: {exc}"
+            packed, trouble = _packed(logprobs)
+            tokens = replace(tokens, logprobs=packed)
+            problem = problem or trouble
     return replace(tokens, problem=problem) if problem else tokens
+
+
+def _packed(logprobs: Any) -> tuple[bytes, str | None]:
+    """The logprobs as 64-bit floats (NaN for none), and what was wrong with them."""
+    try:
+        return array("d", logprobs).tobytes(), None  # the usual case: every one a number, in one C call
+    except TypeError:
+        pass
+    try:
+        return Tokens.of((), (0,) * len(logprobs), _numbers(logprobs)).logprobs, None
+    except ValueError as exc:
+        return b"", f"the server sent unreadable logprobs: {exc}"
 
 
 def _numbers(values: Iterable[Any]) -> list[float | None]:
