@@ -121,6 +121,7 @@ def test_json_shape(cli: Cli, wire: WireServer) -> None:
         "tool_calls": 1,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "cache_write_1h_tokens": 0,
         "reasoning_tokens": 0,
         "total_tokens": 65,
     }
