@@ -290,6 +290,8 @@ class SessionBinding:
         self._journal: SessionJournal | None = None
         self._key = (self._store if isinstance(self._store, str) else id(self._store), session_id)
         self._closed = threading.Event()
+        self._uncounted = Usage()
+        """Usage recorded on messages of an earlier run that never closed (killed): added at close."""
 
     @property
     def store(self) -> Store | str:
@@ -324,6 +326,7 @@ class SessionBinding:
             await self._wait_for(earlier)
             info = await store.get_session(self.session_id)
             history = await store.load(self.session_id)
+        self._uncounted = uncounted_usage(history, info.usage, info.metadata)
         self._journal = SessionJournal(store, self.session_id, info.version)
         return history, self._journal
 
@@ -408,8 +411,33 @@ class SessionBinding:
             title = _title(first.text) if first is not None else None
         metadata = info.metadata if self._setup is None else {**info.metadata, SETUP_KEY: dict(self._setup)}
         await store.set_metadata(
-            self.session_id, title=title, model=model or info.model, usage=info.usage + usage, metadata=metadata
+            self.session_id,
+            title=title,
+            model=model or info.model,
+            usage=info.usage + self._uncounted + usage,
+            metadata={**metadata, USAGE_COUNTED: len(transcript)},
         )
+
+
+USAGE_COUNTED = "tooloop.usage_counted"
+"""Session metadata: how many of the session's messages the usage totals include."""
+
+
+def uncounted_usage(history: Sequence[Message], totals: Usage, metadata: Mapping[str, Any]) -> Usage:
+    """The usage on messages the session's totals do not include yet: what a run killed before it
+    closed (kill -9, a lost machine) recorded, each request's usage stored with its answer."""
+    counted = metadata.get(USAGE_COUNTED)
+    if not isinstance(counted, int) or isinstance(counted, bool):
+        # Totals written before the marker existed include every message; none yet: none do.
+        counted = 0 if totals.requests == 0 and totals.tool_calls == 0 else len(history)
+    extra = Usage()
+    for message in history[counted:]:
+        usage = getattr(message, "usage", None)
+        if isinstance(usage, Usage):
+            extra = extra + usage
+        if isinstance(message, ToolCallMessage) and message.status in (ToolCallStatus.OK, ToolCallStatus.ERROR):
+            extra = extra + Usage(tool_calls=1)
+    return extra
 
 
 def _started_calls(history: Sequence[Message]) -> bool:
