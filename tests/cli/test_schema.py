@@ -50,7 +50,7 @@ def test_schema_goes_in_the_instructions_for_anthropic(cli: Cli, wire: WireServe
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"city": "Paris"}
     assert len(wire.requests) == 1  # right the first time: no retry
-    assert '"city": {"type": "string"}' in wire.requests[0].json["system"]
+    assert '"city": {"type": "string"}' in aw.uncached(wire.requests[0].json)["system"]
 
 
 def test_a_bad_schema_is_one_line_before_any_request(cli: Cli, wire: WireServer) -> None:
