@@ -42,6 +42,9 @@ def test_run_sends_fragments_text_and_attachments_in_order(cli: Cli, wire: WireS
             ],
         }
     ]
+    shown = cli("sessions", "show", "last")
+    assert shown.returncode == 0, shown.stderr
+    assert "[image: image/png, 24 bytes]\n[document report.pdf: application/pdf, 15 bytes]" in shown.stdout
 
 
 def test_an_attachment_on_standard_input(cli: Cli, wire: WireServer) -> None:
