@@ -293,7 +293,7 @@ def _add_cost(a: Usage, b: Usage) -> Decimal | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Tokens:
     """The exact tokens of one model response, as the inference server reported them.
 
@@ -302,6 +302,11 @@ class Tokens:
     gave none, or nothing at all when it gave no logprobs. Bytes, not a Python object per token:
     a rollout holds tens of thousands. Read them with :attr:`prompt_ids`, :attr:`completion_ids`
     and :attr:`completion_logprobs`; build one with :meth:`of`.
+
+    ``extends``, when set, is the previous response's tokens, which this prompt continues: then
+    ``prompt`` holds only the ids after ``extends``' whole prompt and completion (a conversation
+    keeps each turn's new tokens once, not its whole prompt again), and :attr:`whole_prompt`
+    gives all of them. Values compare by their whole prompt, whatever their form.
 
     ``problem`` says why the tokens cannot be trusted (ids of the wrong length, none sent for a
     request that asked for them); :class:`tooloop.rollouts.Trajectory` never trains on them then.
@@ -314,6 +319,7 @@ class Tokens:
     logprobs: bytes = b""
     problem: str | None = None
     fallback: str | None = None
+    extends: Tokens | None = None
 
     @classmethod
     def of(
@@ -340,9 +346,44 @@ class Tokens:
         return cls(prompt.tobytes(), completion.tobytes(), packed, problem)
 
     @property
+    def whole_prompt(self) -> bytes:
+        """All the prompt's ids as bytes (``prompt`` with what it ``extends`` in front)."""
+        pieces = [self.prompt]
+        tokens = self
+        while tokens.extends is not None:
+            tokens = tokens.extends
+            pieces += (tokens.completion, tokens.prompt)
+        if len(pieces) == 1:
+            return self.prompt
+        pieces.reverse()
+        return b"".join(pieces)
+
+    @property
+    def prompt_length(self) -> int:
+        """How many ids the whole prompt has."""
+        size = len(self.prompt)
+        tokens = self
+        while tokens.extends is not None:
+            tokens = tokens.extends
+            size += len(tokens.completion) + len(tokens.prompt)
+        return size // _INT_SIZE
+
+    def continuing(self, previous: Tokens | None) -> Tokens:
+        """These tokens kept as the ids after ``previous``' prompt and completion when the prompt
+        continues them exactly (see ``extends``); unchanged when it does not or either is unusable."""
+        if previous is None or self.extends is not None or not (self.ok and previous.ok):
+            return self
+        head_size = previous.prompt_length * _INT_SIZE + len(previous.completion)
+        if len(self.prompt) < head_size or not self.prompt.endswith(previous.completion, 0, head_size):
+            return self
+        if not self.prompt.startswith(previous.whole_prompt):
+            return self
+        return Tokens(self.prompt[head_size:], self.completion, self.logprobs, self.problem, self.fallback, previous)
+
+    @property
     def prompt_ids(self) -> array[int]:
-        """The prompt's token ids (a copy)."""
-        return _unpack("i", self.prompt)
+        """The prompt's token ids, all of them (a copy)."""
+        return _unpack("i", self.whole_prompt)
 
     @property
     def completion_ids(self) -> array[int]:
@@ -359,12 +400,23 @@ class Tokens:
     @property
     def ok(self) -> bool:
         """True when prompt and completion ids are there and nothing is wrong with them."""
-        return self.problem is None and bool(self.prompt) and bool(self.completion)
+        return self.problem is None and bool(self.prompt or self.extends) and bool(self.completion)
+
+    def _key(self) -> tuple[bytes, bytes, bytes, str | None, str | None]:
+        return (self.whole_prompt, self.completion, self.logprobs, self.problem, self.fallback)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokens):
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __repr__(self) -> str:
         count = len(self.completion) // _INT_SIZE
         problem = f", problem={self.problem!r}" if self.problem is not None else ""
-        return f"Tokens(prompt={len(self.prompt) // _INT_SIZE} ids, completion={count} ids{problem})"
+        return f"Tokens(prompt={self.prompt_length} ids, completion={count} ids{problem})"
 
 
 _INT_SIZE = array("i").itemsize

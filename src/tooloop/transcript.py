@@ -340,7 +340,7 @@ def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
     bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 64-bit floats, NaN for none),
     and ``problem`` when there is one. Compact: a Python object per token would not be."""
     data: dict[str, Any] = {
-        "prompt": _b64(little_endian(tokens.prompt, "i")),
+        "prompt": _b64(little_endian(tokens.whole_prompt, "i")),
         "completion": _b64(little_endian(tokens.completion, "i")),
     }
     if tokens.logprobs:

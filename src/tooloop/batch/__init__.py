@@ -73,7 +73,7 @@ async def run_many(
             on). With ``processes > 1`` pass a module-level function (it is pickled). Every
             record also carries ``provenance`` (model, sampling settings, tool set hash, tooloop
             version, seed) and, when the model captured tokens, its ``trajectory``
-            (:meth:`tooloop.rollouts.Trajectory.to_dict`): see docs/rollouts.md.
+            (:meth:`tooloop.rollouts.Trajectory.to_dict` with ``compact=True``): see docs/rollouts.md.
     """
     _check_options(concurrency, processes, results, on_result)
     if results is None:

@@ -70,7 +70,7 @@ async def extras_for(
     (or ``reward_error`` when the function failed) and ``provenance``."""
     extras: dict[str, Any] = {}
     if any(message.tokens is not None for _, message in response_messages(result.transcript)):
-        extras["trajectory"] = Trajectory.from_result(result).to_dict()
+        extras["trajectory"] = Trajectory.from_result(result).to_dict(compact=True)
     if reward is not None:
         extras.update(await _score(reward, item, result))
     if provenance is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from array import array
 from collections.abc import Mapping, Sequence
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolloopError
-from ..messages import Message, Tokens, response_messages
+from ..messages import Message, Tokens, little_endian, native_order, response_messages
 
 if TYPE_CHECKING:
     from ..loop.result import RunResult
@@ -75,8 +77,22 @@ class Branch:
             f"reason={self.reason!r})"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON: ``token_ids``, ``logprobs`` (None where none), ``loss_mask``, ``responses``, ``reason``."""
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """Plain JSON: ``token_ids``, ``logprobs`` (None where none), ``loss_mask``, ``responses``, ``reason``.
+
+        ``compact=True`` (how batch records keep it) gives base64 strings of little-endian values
+        instead of lists: ``token_ids`` (32-bit ints), ``loss_mask`` (one byte per token) and, in
+        place of ``logprobs``, ``sampled_logprobs`` (64-bit floats, NaN for none) of the tokens
+        whose mask is 1 only, as every other token's is None; :meth:`from_dict` reads both forms.
+        """
+        if compact:
+            return {
+                "token_ids": _b64(little_endian(self.ids, "i")),
+                "sampled_logprobs": _b64(little_endian(self._sampled_logprobs(), "d")),
+                "loss_mask": _b64(self.mask),
+                "responses": list(self.responses),
+                "reason": self.reason,
+            }
         return {
             "token_ids": self.token_ids,
             "logprobs": self.logprobs,
@@ -85,16 +101,30 @@ class Branch:
             "reason": self.reason,
         }
 
+    def _sampled_logprobs(self) -> bytes:
+        """The logprobs of the sampled tokens (mask 1), run by run: one slice per response."""
+        pieces = []
+        start = self.mask.find(1)
+        while start >= 0:
+            end = self.mask.find(0, start)
+            end = len(self.mask) if end < 0 else end
+            pieces.append(self.logprob_values[start * 8 : end * 8])
+            start = self.mask.find(1, end)
+        return b"".join(pieces)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Branch:
-        """Read :meth:`to_dict`'s form; :class:`TrajectoryError` when it does not line up."""
+        """Read :meth:`to_dict`'s forms; :class:`TrajectoryError` when it does not line up."""
         try:
-            ids = array("i", data["token_ids"])
-            logprobs = array("d", [math.nan if v is None else v for v in data["logprobs"]])
-            mask = bytes(data["loss_mask"])
+            if isinstance(data["token_ids"], str):
+                ids, logprobs, mask = _compact_arrays(data)
+            else:
+                ids = array("i", data["token_ids"])
+                logprobs = array("d", [math.nan if v is None else v for v in data["logprobs"]])
+                mask = bytes(data["loss_mask"])
             responses = tuple(int(p) for p in data.get("responses", ()))
             reason = str(data.get("reason", ""))
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, binascii.Error) as exc:
             raise TrajectoryError(f"a branch dict cannot be read: {exc!r}") from exc
         if not len(ids) == len(logprobs) == len(mask) or any(m > 1 for m in mask):
             raise TrajectoryError(
@@ -121,6 +151,28 @@ class Branch:
         }
 
 
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _compact_arrays(data: Mapping[str, Any]) -> tuple[array[int], array[float], bytes]:
+    """The arrays of a compact branch dict (base64 of little-endian values; the sampled tokens'
+    logprobs only, put back in place with None, NaN, for every other token)."""
+    ids = array("i")
+    ids.frombytes(native_order(base64.b64decode(data["token_ids"], validate=True), "i"))
+    mask = base64.b64decode(data["loss_mask"], validate=True)
+    sampled = array("d")
+    sampled.frombytes(native_order(base64.b64decode(data["sampled_logprobs"], validate=True), "d"))
+    if len(sampled) != mask.count(1):
+        raise ValueError(f"{len(sampled)} sampled logprobs for a mask of {mask.count(1)} sampled tokens")
+    logprobs = array("d", _NAN * len(mask))
+    values = iter(sampled)
+    for position, flag in enumerate(mask):
+        if flag:
+            logprobs[position] = next(values)
+    return ids, logprobs, mask
+
+
 class _Builder:
     """Branches grown response by response (bytes appended in place: no object per token)."""
 
@@ -133,6 +185,7 @@ class _Builder:
         self._responses: list[int] = []
         self._reason = "first response"
         self._open = False
+        self._last: Tokens | None = None
 
     def add(self, position: int, tokens: Tokens | None) -> None:
         if tokens is None or not tokens.ok:
@@ -140,11 +193,16 @@ class _Builder:
             self.unused.append(why)
             self._close(why)
             return
-        if self._open and not tokens.prompt.startswith(self._ids):
-            why = _diverged(position, tokens.prompt, bytes(self._ids))
-            self._close(f"{why}; it was sent as messages: {tokens.fallback}" if tokens.fallback else why)
-        new = tokens.prompt[len(self._ids) :] if self._open else tokens.prompt
+        if self._open and tokens.extends is self._last:
+            new = tokens.prompt  # the ids after the branch so far, exactly: nothing to compare
+        else:
+            prompt = tokens.whole_prompt
+            if self._open and not prompt.startswith(self._ids):
+                why = _diverged(position, prompt, bytes(self._ids))
+                self._close(f"{why}; it was sent as messages: {tokens.fallback}" if tokens.fallback else why)
+            new = prompt[len(self._ids) :] if self._open else prompt
         self._open = True
+        self._last = tokens
         count = len(new) // 4
         self._ids += new
         self._logprobs += _NAN * count
@@ -271,9 +329,13 @@ class Trajectory:
         if not self.branches:
             raise TrajectoryError("the conversation has no model response")
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON: ``branches`` (each :meth:`Branch.to_dict`), ``unused`` and, when set, ``reward``."""
-        data: dict[str, Any] = {"branches": [b.to_dict() for b in self.branches], "unused": list(self.unused)}
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """Plain JSON: ``branches`` (each :meth:`Branch.to_dict`, ``compact`` or not), ``unused``
+        and, when set, ``reward``."""
+        data: dict[str, Any] = {
+            "branches": [b.to_dict(compact=compact) for b in self.branches],
+            "unused": list(self.unused),
+        }
         if self.reward is not None:
             data["reward"] = dict(self.reward) if isinstance(self.reward, Mapping) else self.reward
         return data

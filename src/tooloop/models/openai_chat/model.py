@@ -59,7 +59,7 @@ from .token_in import (
     read_completion,
     token_in_prompt,
 )
-from .tokens import TokenServer, capture_fields, check_token_server, with_tokens
+from .tokens import TokenServer, capture_fields, check_token_server, compacted, with_tokens
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -342,7 +342,14 @@ class OpenAIChatModel(ProviderModel):
     async def _send_capturing(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        """:meth:`_send` asking the server for the exact tokens, and reading them into the response."""
+        """:meth:`_send` asking the server for the exact tokens, and reading them into the response,
+        kept as the ids after the previous response's where the prompt continues them."""
+        response = await self._captured(request, settings, stream, on_event)
+        return compacted(response, request.messages)
+
+    async def _captured(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
         body = self._request.body(request, settings)
         if self._token_in is None:
             return await self._capture_messages(body, stream, on_event)

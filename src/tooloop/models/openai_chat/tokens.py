@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 from ...errors import ConfigurationError
-from ...messages import ModelResponse, Tokens
+from ...messages import Message, ModelResponse, Tokens, response_messages
 from .chunks import Chunk
 
-__all__ = ["TOKEN_SERVERS", "StreamTokens", "TokenServer", "capture_fields", "read_tokens", "with_tokens"]
+__all__ = ["TOKEN_SERVERS", "StreamTokens", "TokenServer", "capture_fields", "compacted", "read_tokens", "with_tokens"]
 
 TokenServer = Literal["vllm", "sglang"]
 TOKEN_SERVERS: tuple[TokenServer, ...] = ("vllm", "sglang")
@@ -49,6 +49,19 @@ def capture_fields(server: TokenServer) -> dict[str, Any]:
 def with_tokens(response: ModelResponse, data: Mapping[str, Any]) -> ModelResponse:
     """``response`` with the tokens of the plain completion ``data`` it was read from."""
     return replace(response, tokens=read_tokens(data, response))
+
+
+def compacted(response: ModelResponse, history: Sequence[Message]) -> ModelResponse:
+    """``response`` with its prompt ids kept as those after the last earlier response's prompt
+    and completion ids in ``history``, when they continue them (:meth:`Tokens.continuing`): a
+    conversation then holds each token once, not every turn's whole prompt again."""
+    if response.tokens is None:
+        return response
+    previous = None
+    for _, message in response_messages(history):
+        previous = message.tokens if message.tokens is not None else previous
+    tokens = response.tokens.continuing(previous)
+    return response if tokens is response.tokens else replace(response, tokens=tokens)
 
 
 def read_tokens(data: Mapping[str, Any], response: ModelResponse) -> Tokens:
