@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ConfigurationError, CorruptDataError
 from ..loop.result import RunResult
 from ..messages import Usage
+from ..transcript import SCHEMA_VERSION
 
 __all__ = ["ResultsFile", "exclusive", "prepare", "record_for"]
 
@@ -46,7 +47,8 @@ def record_for(
         "error": None if error is None else {"type": type(error).__name__, "message": _safe_str(error)},
         "elapsed_s": round(elapsed, 6),
         "metadata": metadata,
-        "transcript": json.loads(result.transcript.to_json()),
+        # Transcript.to_json()'s form, without encoding and decoding it once more before the line is written.
+        "transcript": {"version": SCHEMA_VERSION, "messages": result.transcript.to_dicts()},
     }
     if extras:
         record.update(extras)
