@@ -54,6 +54,20 @@ async def test_the_same_arguments_written_differently_are_one_call() -> None:
     assert (result.stop_reason, calls) == (StopReason.REPEATED_CALL, ["a", "a"])
 
 
+async def test_calls_of_earlier_batches_count_when_a_batch_goes_over_the_bound() -> None:
+    # five calls in three batches, the repeated one spelled three ways: the third batch is refused whole
+    batches = [
+        [ToolCall("c1", "lookup", '{"key": "a"}'), ToolCall("c2", "lookup", '{"key": "b"}')],
+        [ToolCall("c3", "lookup", {"key": "a"}), ToolCall("c4", "lookup", '{"key": "c"}')],
+        [ToolCall("c5", "lookup", '{"key": "d"}'), ToolCall("c6", "lookup", '{ "key":"a" }')],
+    ]
+    script = [ModelResponse(tool_calls=batch) for batch in batches]
+    result = await Agent(ScriptedModel([*script, "done"]), tools=[lookup], limits=Limits(max_repeats=2)).run("go")
+    assert (result.stop_reason, calls) == (StopReason.REPEATED_CALL, ["a", "b", "a", "c"])
+    assert [m.status for m in result.tool_calls[-2:]] == [ToolCallStatus.CANCELLED] * 2
+    assert "lookup was already called 2 times" in result.tool_calls[-1].content
+
+
 async def test_different_arguments_are_different_calls() -> None:
     script = [ModelResponse(tool_calls=[ToolCall(f"c{i}", "lookup", {"key": str(i)})]) for i in range(6)]
     result = await Agent(ScriptedModel([*script, "done"]), tools=[lookup], limits=Limits(max_repeats=1)).run("go")

@@ -51,8 +51,13 @@ class CacheWatch:
 
     def check(self, iteration: int, request: ModelRequest, usage: Usage, now: float | None = None) -> CacheMiss | None:
         """The miss of ``request`` (answered with ``usage``), if it is one; logged."""
+        previous = self._previous
+        cached_now = usage.cache_read_tokens + usage.cache_write_tokens
+        if not cached_now and previous is None:
+            return None  # nothing to compare with, and nothing to keep (a provider without caching)
         now = time.monotonic() if now is None else now
-        previous, self._previous = self._previous, (request, usage.cache_read_tokens + usage.cache_write_tokens, now)
+        # a request with nothing cached is never the "before" of a miss: it is not kept
+        self._previous = (request, cached_now, now) if cached_now else None
         if previous is None or usage.cache_read_tokens or request.settings.cache == "off":
             return None
         before, cached, sent_at = previous

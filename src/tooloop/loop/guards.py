@@ -27,11 +27,14 @@ __all__ = ["Guards", "call_key", "cut_off", "grown_max_tokens", "unfinished_json
 class Guards:
     """The counts behind the runaway guards of one run."""
 
-    __slots__ = ("_calls", "_empty", "_error", "_errors", "limits")
+    __slots__ = ("_calls", "_empty", "_error", "_errors", "_held", "limits")
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self._calls: dict[tuple[str, str], int] = {}
+        self._held: tuple[ToolCall, ...] = ()
+        """The calls run so far while there were at most ``max_repeats``: none can be over the bound yet,
+        so their canonical keys (a JSON parse and dump each) are not needed."""
+        self._calls: dict[tuple[str, str], int] | None = None
         self._error: tuple[str, str] | None = None
         self._errors = 0
         self._empty = 0
@@ -44,6 +47,13 @@ class Guards:
         bound = self.limits.max_repeats
         if bound is None:
             return None
+        if self._calls is None:
+            held = (*self._held, *calls)
+            if len(held) <= bound:
+                self._held = held
+                return None
+            self._calls = _counts(self._held)
+            self._held = ()
         keys = [call_key(call) for call in calls]
         seen = dict(self._calls)
         for call, key in zip(calls, keys, strict=True):
@@ -76,6 +86,14 @@ class Guards:
             return False
         self._empty += 1
         return self._empty > self.limits.max_empty_responses
+
+
+def _counts(calls: Iterable[ToolCall]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for call in calls:
+        key = call_key(call)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:
