@@ -32,9 +32,13 @@ class Journal(Protocol):
 
 def request_usage(usage: Usage) -> Usage:
     """One model request's usage as the loop counts it: one request, no tool calls."""
+    global _last_request
     if usage.requests == 1 and not usage.tool_calls:
         return usage
-    return Usage(
+    last = _last_request
+    if last[0] is usage:  # a response's usage is asked for twice: counted, and kept on its message
+        return last[1]
+    counted = Usage(
         usage.input_tokens,
         usage.output_tokens,
         1,
@@ -46,6 +50,12 @@ def request_usage(usage: Usage) -> Usage:
         usage.estimated,
         usage.cache_write_1h_tokens,
     )
+    _last_request = (usage, counted)
+    return counted
+
+
+_last_request: tuple[Usage | None, Usage] = (None, Usage())
+"""The last usage :func:`request_usage` was given, and its answer (usages are frozen)."""
 
 
 class Recorder:
