@@ -11,8 +11,12 @@ import time
 from pathlib import Path
 
 _SCRIPT = '''
-import asyncio, sys
+import asyncio, signal, sys
 import tooloop
+
+# Ctrl-C raises KeyboardInterrupt, as in a kernel, even when the tests run where SIGINT is ignored
+# (a background job of a non-interactive shell).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tooloop import Agent, ModelResponse, ToolCall
 from tooloop.testing import ScriptedModel
 
