@@ -69,3 +69,77 @@ def test_a_bad_schema_is_one_line_before_any_request(cli: Cli, wire: WireServer)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: {says}"), (value, lines)
     assert wire.requests == []
+
+
+def _sent_schema(wire: WireServer, index: int) -> dict[str, object] | None:
+    response_format = wire.requests[index].json.get("response_format")
+    return None if response_format is None else response_format["json_schema"]["schema"]
+
+
+def test_chat_takes_schema_and_prints_each_answer_as_json(cli: Cli, wire: WireServer) -> None:
+    wire.queue(text_reply('{"city": "Paris"}'), text_reply('{"city": "Berlin"}'))
+    done = cli("chat", "--model", MODEL, "--schema", '{"city": "str"}', input="France?\nGermany?\n")
+    assert done.returncode == 0, done.stderr
+    decoder = json.JSONDecoder()
+    first, end = decoder.raw_decode(done.stdout)
+    second, _ = decoder.raw_decode(done.stdout[end:].lstrip())
+    assert (first, second) == ({"city": "Paris"}, {"city": "Berlin"})
+    assert done.stdout.count('"city"') == 2  # the raw answers are not shown besides the JSON
+    for index in (0, 1):
+        assert _sent_schema(wire, index) == {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        }
+
+
+def test_a_session_remembers_its_schema_and_a_new_one_replaces_it(cli: Cli, wire: WireServer) -> None:
+    wire.queue(
+        text_reply('{"city": "Paris"}'),
+        text_reply('{"city": "Berlin"}'),
+        text_reply('{"country": "Spain"}'),
+        text_reply('{"country": "Italy"}'),
+        text_reply("Plain words now."),
+        text_reply("Still plain."),
+    )
+    first = cli("run", "Capital of France?", "--model", MODEL, "--schema", '{"city": "str"}')
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"city": "Paris"}
+
+    # -c goes on with the schema without the flag, and says so
+    again = cli("run", "-c", "Capital of Germany?")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {"city": "Berlin"}
+    assert "restored from the session: output schema" in again.stderr
+    assert _sent_schema(wire, 1) == _sent_schema(wire, 0)
+
+    # another --schema replaces it, says so, and is remembered in its place (chat --session too)
+    session_id = json.loads(cli("sessions", "list", "--json").stdout)[0]["id"]
+    other = cli("run", "--session", session_id, "Where is Madrid?", "--schema", '{"country": "str"}')
+    assert other.returncode == 0, other.stderr
+    assert json.loads(other.stdout) == {"country": "Spain"}
+    assert "--schema replaces the session's output schema" in other.stderr
+    chat = cli("chat", "--session", session_id, input="Where is Rome?\n")
+    assert chat.returncode == 0, chat.stderr
+    assert json.loads(chat.stdout) == {"country": "Italy"}
+    country = {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]}
+    assert _sent_schema(wire, 2) == _sent_schema(wire, 3) == country
+    shown = cli("sessions", "show", session_id)
+    assert 'schema: {"type": "object", "properties": {"country"' in shown.stdout
+
+    # --no-schema: plain text from now on
+    plain = cli("run", "-c", "Say something", "--no-schema")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "Plain words now.\n"
+    assert "the session's output schema is forgotten" in plain.stderr
+    later = cli("run", "-c", "And again")
+    assert later.stdout == "Still plain.\n"
+    assert "output schema" not in later.stderr
+    assert _sent_schema(wire, 4) is None and _sent_schema(wire, 5) is None
+
+
+def test_schema_and_no_schema_together_is_a_usage_error(cli: Cli, wire: WireServer) -> None:
+    done = cli("run", "Hi", "--model", MODEL, "--schema", '{"a": "int"}', "--no-schema")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: --schema and --no-schema contradict each other: give one"
+    assert wire.requests == []

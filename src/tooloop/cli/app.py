@@ -236,6 +236,16 @@ Fragment = Annotated[
         "--fragment", "-f", metavar="PATH", help="A text file whose text goes into the prompt, before it; repeatable."
     ),
 ]
+Schema = Annotated[
+    str | None,
+    typer.Option(
+        "--schema",
+        metavar="SCHEMA",
+        help="""Answer as JSON matching this: a JSON Schema file, inline JSON Schema, or '{"name": "str"}'; """
+        "the session remembers it.",
+    ),
+]
+NoSchema = Annotated[bool, typer.Option("--no-schema", help="Answer in plain text: forget the session's --schema.")]
 NoStream = Annotated[bool, typer.Option("--no-stream", help="Plain requests instead of streamed ones.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 

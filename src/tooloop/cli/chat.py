@@ -7,11 +7,13 @@ quits. Lines starting with ``/`` are commands (:data:`COMMANDS`).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from .._children import terminating
+from .._json import to_jsonable
 from .._render import usage_text
 from ..agent import Agent
 from ..errors import ToolloopError, UnsupportedContentError
@@ -104,7 +106,8 @@ class Chat:
 
     async def turn(self, text: str, approve: Approve) -> None:
         """One run of the agent on the session, shown as it happens."""
-        view = TurnView(self.term)
+        schema = bool(self.setup.schema)  # each answer printed once validated, as JSON
+        view = TurnView(self.term, show_answer=not schema)
         if self.approver is None:
             self.approver = CommandApprover(approve, view, self.lines.ask, self._cancel)
         self.approver.view = view
@@ -122,6 +125,8 @@ class Chat:
         if result.error is not None:
             self.term.error(describe(result.error))
             return
+        if schema and result.output is not None:
+            self.term.answer(json.dumps(to_jsonable(result.output), ensure_ascii=False, indent=2) + "\n")
         reason = result.stop_reason
         self.term.note(f"{reason.value} · {usage_text(result.usage)}")
         if reason is StopReason.CANCELLED:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,9 +21,11 @@ from .app import (
     Mcp,
     McpUrl,
     Model,
+    NoSchema,
     NoStream,
     Options,
     Quiet,
+    Schema,
     Store,
     System,
     Timeout,
@@ -53,6 +55,7 @@ def _agent_options(
     no_stream: bool,
     sources: tuple[str | None, list[str] | None, list[str] | None] = (None, None, None),
     provider: tuple[list[str] | None, str | None, str | None] = (None, None, None),
+    schema: dict[str, Any] | None = None,
 ) -> AgentOptions:
     check_positive("--max-turns", max_turns)
     check_positive("--timeout", timeout)
@@ -71,7 +74,21 @@ def _agent_options(
         agent=agent,
         mcp=tuple(mcp or ()),
         mcp_urls=tuple(mcp_url or ()),
+        schema=schema,
     )
+
+
+def _schema(value: str | None, forget: bool) -> dict[str, Any] | None:
+    """``--schema`` read and checked; ``{}`` for ``--no-schema``; None when neither is given."""
+    if value is not None and forget:
+        fail("--schema and --no-schema contradict each other: give one")
+    if forget:
+        return {}
+    if value is None:
+        return None
+    from .schema import read_schema
+
+    return read_schema(value)
 
 
 @app.command(
@@ -116,14 +133,8 @@ def run(
     encoding: Annotated[
         str, typer.Option("--encoding", metavar="NAME", help="The encoding of piped input and the prompt.")
     ] = "utf-8",
-    schema: Annotated[
-        str | None,
-        typer.Option(
-            "--schema",
-            metavar="SCHEMA",
-            help="""Answer as JSON matching this: a JSON Schema file, inline JSON Schema, or '{"name": "str"}'.""",
-        ),
-    ] = None,
+    schema: Schema = None,
+    no_schema: NoSchema = False,
     store: Store = None,
     no_stream: NoStream = False,
     quiet: Quiet = False,
@@ -137,12 +148,10 @@ def run(
     """
     from .attach import read_attachments
     from .run import RunOptions, read_prompt, run_command
-    from .schema import read_schema
 
     async def work() -> ExitCode:
         parts, _ = read_attachments(attach or (), fragment or (), attach_type, encoding)
         options = RunOptions(
-            schema=read_schema(schema) if schema is not None else None,
             prompt=parts.prompt(read_prompt(prompt, encoding=encoding)),
             agent=_agent_options(
                 model,
@@ -153,6 +162,7 @@ def run(
                 no_stream,
                 (agent, mcp, mcp_url),
                 (option, base_url, api_key_env),
+                _schema(schema, no_schema),
             ),
             session=session,
             continue_last=continue_,
@@ -173,6 +183,7 @@ def run(
         "tooloop chat --session 3f2a9c1e07b4",
         "tooloop chat --agent researcher --mcp-url http://127.0.0.1:8000/mcp",
         "tooloop chat -a diagram.png -f design.md     # both go with the first message",
+        """tooloop chat --schema '{"city": "str", "country": "str"}'   # every answer as JSON""",
     ),
 )
 def chat(
@@ -195,6 +206,8 @@ def chat(
     attach: Attach = None,
     attach_type: AttachType = None,
     fragment: Fragment = None,
+    schema: Schema = None,
+    no_schema: NoSchema = False,
     store: Store = None,
     no_stream: NoStream = False,
     debug: Debug = False,
@@ -223,6 +236,7 @@ def chat(
                 no_stream,
                 (agent, mcp, mcp_url),
                 (option, base_url, api_key_env),
+                _schema(schema, no_schema),
             ),
             session=session,
             continue_last=continue_,

@@ -1,14 +1,15 @@
 """A session remembers the setup the command line gave it, so ``-c`` and ``--session`` go on with it.
 
 The setup (model, model options, base URL, key variable, system prompt, tools by import path, MCP
-servers, agent name) is kept in the session's metadata under ``"tooloop.cli"``. An option given
-again replaces the remembered one for that turn and is remembered in its place; whatever is
+servers, agent name, output schema) is kept in the session's metadata under ``"tooloop.cli"``. An
+option given again replaces the remembered one for that turn and is remembered in its place; whatever is
 restored is named on stderr, so nothing is imported that the user cannot see.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,9 @@ class SessionSetup:
     api_key_env: str | None = None
     config: str | None = None
     """The ``tooloop.toml`` an agent or a named MCP server came from."""
+    schema: dict[str, Any] | None = None
+    """``--schema``: the JSON Schema answers must match. ``{}`` is ``--no-schema``: plain answers,
+    and a remembered schema is dropped."""
 
     @classmethod
     def from_metadata(cls, value: object) -> SessionSetup:
@@ -53,7 +57,7 @@ class SessionSetup:
             items = value.get(key)
             return tuple(i for i in items if isinstance(i, str)) if isinstance(items, list) else ()
 
-        options = value.get("options")
+        options, schema = value.get("options"), value.get("schema")
         pairs = tuple((k, v) for k, v in options.items()) if isinstance(options, dict) else ()
         return cls(
             model=text("model"),
@@ -66,6 +70,7 @@ class SessionSetup:
             base_url=text("base_url"),
             api_key_env=text("api_key_env"),
             config=text("config"),
+            schema=schema if isinstance(schema, dict) and schema else None,
         )
 
     def to_metadata(self) -> dict[str, Any]:
@@ -79,6 +84,8 @@ class SessionSetup:
                 data[name] = list(getattr(self, name))
         if self.options:
             data["options"] = dict(self.options)
+        if self.schema:
+            data["schema"] = self.schema
         return data
 
     def lines(self) -> list[str]:
@@ -86,10 +93,12 @@ class SessionSetup:
         out: list[str] = []
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if value is None or value == ():
+            if value is None or value == () or value == {}:
                 continue
             if field.name == "options":
                 shown = " ".join(f"{k}={v}" for k, v in value)
+            elif isinstance(value, dict):
+                shown = json.dumps(value, ensure_ascii=False)
             elif isinstance(value, tuple):
                 shown = ", ".join(value)
             else:
@@ -121,13 +130,14 @@ def restore(given: SessionSetup, remembered: SessionSetup) -> tuple[SessionSetup
         "base_url": "base URL",
         "api_key_env": "key variable",
         "config": "config file",
+        "schema": "output schema",
     }
     for name, label in labels.items():
         mine, theirs = getattr(given, name), getattr(remembered, name)
         if (mine is None or mine == ()) and theirs not in (None, ()):
             changes[name] = theirs
             shown = ", ".join(theirs) if isinstance(theirs, tuple) else theirs
-            restored.append(label if name == "system" else f"{label} {shown}")
+            restored.append(label if name in ("system", "schema") else f"{label} {shown}")
     if remembered.options:
         merged = {**dict(remembered.options), **dict(given.options)}
         kept = [k for k in dict(remembered.options) if k not in dict(given.options)]

@@ -43,8 +43,6 @@ class RunOptions:
     approve: Approve = Approve.ASK
     json: bool = False
     store: str | None = None
-    schema: dict[str, Any] | None = None
-    """``--schema``: the JSON Schema the answer must match; it is printed as JSON."""
 
 
 def decode_text(data: bytes, encoding: str, what: str) -> str:
@@ -227,14 +225,14 @@ async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
             fail('give a prompt: tooloop run "your question" (or pipe text in: cat notes.md | tooloop run "summarise")')
         start = await start_session(store, options.agent, session_id, term)
         _announce(term, start.choice, session_id, start.agent.name)
-        agent = start.agent if options.schema is None else start.agent.with_output_type(options.schema)
-        async with agent:  # starts its MCP servers, and stops them however the run ends
-            result = await _one_turn(agent, options, term)
+        schema = bool(start.setup.schema)  # --schema, or the session's: the answer is printed as JSON
+        async with start.agent:  # starts its MCP servers, and stops them however the run ends
+            result = await _one_turn(start.agent, options, term, schema=schema)
         await save_setup(store, session_id, start.setup, last_run(result.stop_reason.value, result.error))
     if options.json:
         data = result_json(result, session_id=session_id, model=start.choice.spec)
         term.answer(json.dumps(data, ensure_ascii=False) + "\n")
-    elif options.schema is not None and result.output is not None:
+    elif schema and result.output is not None:
         term.answer(json.dumps(to_jsonable(result.output), ensure_ascii=False, indent=2) + "\n")
     if result.error is not None:
         raise result.error
@@ -242,10 +240,10 @@ async def run_command(options: RunOptions, term: Terminal) -> ExitCode:
     return exit_code_for_stop(result.stop_reason)
 
 
-async def _one_turn(agent: Agent, options: RunOptions, term: Terminal) -> RunResult:
+async def _one_turn(agent: Agent, options: RunOptions, term: Terminal, *, schema: bool) -> RunResult:
     has_tools = bool(agent.tools or agent.tool_sources)
-    # with --schema the answer is printed once validated, as JSON
-    view = TurnView(term, show_answer=not options.json and options.schema is None, has_tools=has_tools)
+    # with a schema the answer is printed once validated, as JSON
+    view = TurnView(term, show_answer=not options.json and not schema, has_tools=has_tools)
     holder: list[EventStream] = []
     ask = terminal_asker(term) if options.approve is Approve.ASK else None
     approver = CommandApprover(options.approve, view, ask, lambda: holder[0].cancel("cancelled at an approval"))

@@ -202,6 +202,8 @@ class AgentOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     extra_tools: tuple[Any, ...] = field(default_factory=tuple)
+    schema: dict[str, Any] | None = None
+    """``--schema`` (``{}``: ``--no-schema``); see :attr:`SessionSetup.schema`."""
 
     @property
     def setup(self) -> SessionSetup:
@@ -216,6 +218,7 @@ class AgentOptions:
             options=self.options,
             base_url=self.base_url,
             api_key_env=self.api_key_env,
+            schema=self.schema,
         )
 
     def with_setup(self, setup: SessionSetup) -> AgentOptions:
@@ -231,6 +234,7 @@ class AgentOptions:
             options=setup.options,
             base_url=setup.base_url,
             api_key_env=setup.api_key_env,
+            schema=setup.schema,
         )
 
 
@@ -398,6 +402,8 @@ def build_agent(
             agent = agent.with_settings(**settings)
         if not options.stream:
             agent = agent.with_settings(stream=False)
+        if options.schema:
+            agent = agent.with_output_type(options.schema)
         agent = agent.with_session(session_id, store)
         agent.model  # noqa: B018  # create the model now: a bad model string or a missing key stops here
     except ConfigurationError as exc:
@@ -440,6 +446,7 @@ async def start_session(store: BaseStore, options: AgentOptions, session_id: str
     setup, restored = restore(options.setup, remembered or SessionSetup())
     if restored:
         term.note("restored from the session: " + "; ".join(restored))
+    _say_schema_change(options.schema, remembered, term)
     _use_config(setup)
     remembered_model = remembered.model if remembered is not None else None
     agent, choice = build_agent(options.with_setup(setup), remembered_model, store, session_id)
@@ -448,6 +455,17 @@ async def start_session(store: BaseStore, options: AgentOptions, session_id: str
     return SessionStart(
         session_id, agent, choice, replace(setup, model=model, config=_config_used(setup)), remembered is None
     )
+
+
+def _say_schema_change(given: dict[str, Any] | None, remembered: SessionSetup | None, term: Terminal) -> None:
+    """A ``--schema`` or ``--no-schema`` that replaces the session's schema says so: it is
+    remembered in its place."""
+    if given is None or remembered is None or remembered.schema is None or given == remembered.schema:
+        return
+    if given:
+        term.note("--schema replaces the session's output schema (and is remembered in its place)")
+    else:
+        term.note("--no-schema: answers in plain text; the session's output schema is forgotten")
 
 
 def _use_config(setup: SessionSetup) -> None:
