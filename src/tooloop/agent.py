@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, get_origin
+from typing import Any, Literal, get_origin
 
 from ._arguments import check_agent_options, check_model, check_prompt, check_run_arguments, tool_list
 from ._checks import describe
@@ -91,7 +91,8 @@ class _Options:
             raise ArgumentTypeError(f"Agent(name=...) takes a non-empty string, got {describe(self.name)}")
         if self.tool_search is not None and not isinstance(self.tool_search, ToolSearch):
             raise ArgumentTypeError(
-                f"Agent(tool_search=...) got {describe(self.tool_search)}; pass True, ToolSearch(...) or None"
+                f"Agent(tool_search=...) got {describe(self.tool_search)}; "
+                "pass True, 'native', 'local', ToolSearch(...) or None"
             )
         if self.tracer is not None and not callable(getattr(self.tracer, "start_run", None)):
             raise ArgumentTypeError(
@@ -142,7 +143,7 @@ class Agent:
         name: str | None = None,
         auto_execute_tools: bool = True,
         summarize_results: ResultSummarizer | Model | str | None = None,
-        tool_search: ToolSearch | bool | None = None,
+        tool_search: ToolSearch | bool | Literal["native", "local", "off"] | None = None,
     ):
         if lease is not None and not isinstance(lease, SessionLease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
@@ -169,7 +170,7 @@ class Agent:
             name=name,
             auto_execute_tools=auto_execute_tools,
             summarize_results=summarize_results,
-            tool_search=ToolSearch() if tool_search is True else (tool_search or None),
+            tool_search=_tool_search(tool_search),
         )
         self._options = options
         self._config: RunConfig | None = None
@@ -669,6 +670,15 @@ def _check_tools(options: _Options) -> None:
                 f"{parameter} names {', '.join(map(repr, unknown))}, which is not a tool of this agent "
                 f"(its tools: {available}); check the spelling"
             )
+
+
+def _tool_search(value: object) -> Any:
+    """``Agent(tool_search=...)``: True is ``ToolSearch()``, a mode name ``ToolSearch(mode=...)``."""
+    if value is True:
+        return ToolSearch()
+    if value in ("native", "local", "off"):
+        return ToolSearch(mode=value)
+    return value or None
 
 
 def _resolve(options: _Options) -> RunConfig:

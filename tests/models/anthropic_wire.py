@@ -79,8 +79,8 @@ def block_events(index: int, block: dict[str, Any]) -> list[tuple[str, Any]]:
     if kind == "text":
         events = [block_start(index, {"type": "text", "text": ""})]
         events += [delta(index, {"type": "text_delta", "text": p}) for p in pieces(block["text"])]
-    elif kind == "tool_use":
-        events = [block_start(index, {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})]
+    elif kind in ("tool_use", "server_tool_use"):  # a server tool's call streams its input the same way
+        events = [block_start(index, {"type": kind, "id": block["id"], "name": block["name"], "input": {}})]
         if block["input"]:
             raw = json.dumps(block["input"])
             events += [delta(index, {"type": "input_json_delta", "partial_json": p}) for p in pieces(raw, 5)]

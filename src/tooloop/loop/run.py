@@ -507,13 +507,15 @@ class Run:
         messages = await self.shaper.messages(record.transcript)
         if self._cache_key is None:
             self._cache_key = cache_key(self.session_id, messages)
+        tools, native_search = (self._tool_defs, False) if self.config.tool_search is None else self._searched_tools()
         request = self._request = ModelRequest(
             messages,
-            self._tool_defs if self.config.tool_search is None else self._searched_tools(),
+            tools,
             settings=settings or self.config.settings,
             output=self.config.output.schema if self.config.output is not None else None,
             tool_choice=tool_choice,
             cache_key=self._cache_key,
+            tool_search=native_search,
         )
         listening = record.events is not None
         if listening:
@@ -527,6 +529,9 @@ class Run:
                 seen.finished(response, response.usage.cost)
         self.steps.forget_partial()
         self._response = response
+        if native_search:
+            assert self.loader is not None
+            self.loader.note(response.provider_data)  # before its calls are checked against what is loaded
         self._last_cost = response.usage.cost
         record.count_request(response.usage)
         if listening:
@@ -615,7 +620,7 @@ class Run:
         batch_id = f"{response.tool_calls[0].id}@{len(self.record.transcript)}"
         batch = self._batch_context()
         slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
-        if self.loader is not None and self.loader.active:
+        if self.loader is not None and self.loader.active and self.loader.config.mode != "off":
             self._refuse_unloaded(slots)
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or cut_off(response)
         if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.usage):
@@ -630,19 +635,23 @@ class Run:
         if self.guards.errors_repeated(s.outcome for s in slots if s.outcome is not None):
             self._stop(StopReason.REPEATED_ERROR)
 
-    def _searched_tools(self) -> tuple[ToolDefinition, ...]:
-        """Tool search: the search tool and the loaded tools once there are more than the threshold."""
+    def _searched_tools(self) -> tuple[tuple[ToolDefinition, ...], bool]:
+        """Tool search, once there are more than the threshold: every tool deferred and the
+        provider's search (a model that has one), else the local search tool and the loaded
+        tools. The tools, and whether the provider's search is used."""
         search = self.config.tool_search
         assert search is not None
         if self.loader is None:
             self.loader = ToolLoader(search, self.tools, self.record.transcript)
         self._runnable.clear()
         self._runnable.update(self.tools)
-        if not self.loader.active:
-            return self._tool_defs
+        if not self.loader.active or search.mode == "off":
+            return self._tool_defs, False
+        if search.mode == "native" and getattr(self.model, "native_tool_search", False) is True:
+            return self.loader.deferred(), True
         offered = self.loader.offered()
         self._runnable[SEARCH_TOOL] = offered[SEARCH_TOOL]
-        return tuple(t.definition for t in offered.values())
+        return tuple(t.definition for t in offered.values()), False
 
     def _refuse_unloaded(self, slots: list[Slot]) -> None:
         """A call to a tool that exists but is not loaded: loaded now, and the model told to call again."""

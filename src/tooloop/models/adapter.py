@@ -13,6 +13,7 @@ the one error table (:mod:`.error_table`).
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Self
@@ -46,6 +47,7 @@ __all__ = [
     "ProviderModel",
     "check_retries",
     "exposes_key",
+    "has_tool_search",
     "root_cause",
 ]
 
@@ -139,6 +141,12 @@ class ProviderModel(ClientModel, ABC):
     def native_output(self) -> bool:
         """Whether ``ModelRequest.output`` reaches the provider's own structured output; when it
         does not, the loop puts the schema in the instructions instead."""
+        return False
+
+    @property
+    def native_tool_search(self) -> bool:
+        """Whether the provider searches deferred tools itself (``ModelRequest.tool_search``);
+        when it does not, tool search runs here (BM25)."""
         return False
 
     def __repr__(self) -> str:
@@ -264,6 +272,28 @@ def exposes_key(exc: BaseException, secret: str | None) -> bool:
             return True
         pending += [current.__cause__, current.__context__]
     return False
+
+
+_FAMILIES = {
+    "anthropic": (re.compile(r"claude-[a-z]+-(\d+)(?:-(\d{1,2}))?(?!\d)"), (4, 5)),
+    "openai": (re.compile(r"gpt-(\d+)(?:\.(\d+))?"), (5, 4)),
+}
+
+
+def has_tool_search(family: str, model: str, option: object) -> bool:
+    """Whether a model has its provider's tool search: ``option`` (the adapter's
+    ``native_tool_search``) when it is a bool, else by the model's name: Claude 4.5 models and
+    later (``claude-sonnet-4-5``, ``claude-opus-5``), OpenAI's ``gpt-5.4`` and later, the first
+    versions that have it. A name the rule does not read (a deployment alias) has none."""
+    if option is not None:
+        if not isinstance(option, bool):
+            raise ConfigurationError(f"native_tool_search takes True, False or None, not {option!r}")
+        return option
+    pattern, first = _FAMILIES[family]
+    found = pattern.search(model.lower())
+    if found is None:
+        return False
+    return (int(found.group(1)), int(found.group(2) or 0)) >= first
 
 
 def root_cause(exc: BaseException) -> BaseException:

@@ -12,6 +12,7 @@ from ..events import EventHandler
 from ..messages import Message, ModelResponse
 
 __all__ = [
+    "TOOL_SEARCH_KEY",
     "CacheMode",
     "CacheTTL",
     "Model",
@@ -20,6 +21,7 @@ __all__ = [
     "OutputSchema",
     "ToolChoice",
     "ToolDefinition",
+    "loaded_by_search",
 ]
 
 ToolChoice = Literal["auto", "none", "required"]
@@ -36,6 +38,9 @@ class ToolDefinition:
     description: str
     parameters: Mapping[str, Any]
     strict: bool | None = None
+    defer_loading: bool = False
+    """Sent deferred (``defer_loading``) when the request uses the provider's own tool search
+    (:attr:`ModelRequest.tool_search`): the model sees it only once a search loaded it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,10 @@ class ModelRequest:
     cache_key: str | None = None
     """A key stable across the turns of one conversation (and across processes), for providers
     that route requests sharing a prefix to the same cache (OpenAI's ``prompt_cache_key``)."""
+    tool_search: bool = False
+    """Use the provider's own tool search: the adapter adds its search tool and sends the tools
+    marked :attr:`ToolDefinition.defer_loading` deferred. Set only for a model whose
+    ``native_tool_search`` property is True."""
 
     def __repr__(self) -> str:
         parts = [f"messages={list(self.messages)!r}", f"tools={[t.name for t in self.tools]!r}"]
@@ -123,6 +132,18 @@ class ModelRequest:
         if self.tool_choice != "auto":
             parts.append(f"tool_choice={self.tool_choice!r}")
         return f"ModelRequest({', '.join(parts)})"
+
+
+TOOL_SEARCH_KEY = "tool_search"
+"""The ``provider_data`` key under which an adapter records the tools a provider's own search
+loaded in a response: ``{"loaded": [names]}`` (provider-neutral, kept with the message)."""
+
+
+def loaded_by_search(provider_data: Mapping[str, Any]) -> list[str]:
+    """The tool names a provider's own search loaded, as recorded under :data:`TOOL_SEARCH_KEY`."""
+    record = provider_data.get(TOOL_SEARCH_KEY)
+    names = record.get("loaded") if isinstance(record, Mapping) else None
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list | tuple) else []
 
 
 @runtime_checkable

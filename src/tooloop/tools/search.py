@@ -7,6 +7,12 @@ with no network), and what the search finds is loaded for the next request. Load
 loaded for the rest of the conversation, in the order they were found, so the request's prefix
 (and the provider's prompt cache) stays intact. A call to a tool that exists but is not loaded yet
 loads it and tells the model to call it again: a recoverable error, never the end of the run.
+
+With :attr:`ToolSearch.mode` ``"native"`` (the default) and a model whose provider searches
+deferred tools itself (Anthropic's tool search tool, the Responses API's ``tool_search``), every
+tool is sent marked ``defer_loading`` and the provider's search loads them: what it loads is
+added to the conversation, never to the tool list, so the cached prefix stays whole. The tools it
+loaded (recorded by the adapter on the response) are the loaded ones here too.
 """
 
 from __future__ import annotations
@@ -15,18 +21,21 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from .._checks import require, require_count
-from ..messages import Message, ToolCallMessage
-from ..models.base import ToolDefinition
+from ..errors import ArgumentValueError
+from ..messages import AssistantMessage, Message, ToolCallMessage
+from ..models.base import ToolDefinition, loaded_by_search
 from .tool import Tool
 
 __all__ = ["SEARCH_TOOL", "ToolIndex", "ToolLoader", "ToolSearch"]
 
 SEARCH_TOOL = "search_tools"
 """The name of the search tool the model is offered."""
+
+SearchMode = Literal["native", "local", "off"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,8 +48,14 @@ class ToolSearch:
     """Tools one search loads at most."""
     always: frozenset[str] = field(default_factory=frozenset)
     """Tools loaded from the first request on (the ones nearly every conversation needs)."""
+    mode: SearchMode = "native"
+    """``"native"`` (default): the provider's own tool search where the model has one (Anthropic
+    Claude 4.5 and later, OpenAI Responses gpt-5.4 and later), the local search elsewhere.
+    ``"local"``: always the local ``search_tools`` (BM25 here). ``"off"``: every tool is sent."""
 
     def __post_init__(self) -> None:
+        if self.mode not in ("native", "local", "off"):
+            raise ArgumentValueError(f"ToolSearch(mode={self.mode!r}): pass 'native', 'local' or 'off'")
         require_count(self.threshold, "ToolSearch(threshold=...)", 0)
         require_count(self.max_results, "ToolSearch(max_results=...)", 1)
         if isinstance(self.always, str):
@@ -112,18 +127,28 @@ def _document(definition: ToolDefinition) -> list[str]:
 class ToolLoader:
     """One conversation's loaded tools, and the ``search_tools`` tool that loads more."""
 
-    __slots__ = ("_index", "_indexed", "_tools", "config", "loaded", "tool")
+    __slots__ = ("_deferred", "_index", "_indexed", "_tools", "config", "eager", "loaded", "tool")
 
     def __init__(self, config: ToolSearch, tools: Mapping[str, Tool], history: Sequence[Message] = ()):
         """``tools`` is the agent's live mapping of every tool (sources add to it as they list)."""
         self.config = config
         self._tools = tools
         self.loaded: dict[str, None] = dict.fromkeys(sorted(config.always))
+        self.eager: dict[str, None] = dict(self.loaded)
+        """With the provider's search: the tools sent loaded (not deferred): ``always``, and the
+        ones called before any search loaded them."""
+        self._deferred: dict[str, tuple[ToolDefinition, ToolDefinition]] = {}
         self._index: ToolIndex | None = None
         self._indexed: tuple[ToolDefinition, ...] = ()
         for message in history:  # what an earlier run loaded stays loaded: the same prefix
             if isinstance(message, ToolCallMessage):
+                natively = loaded_by_search(message.provider_data)
+                self.loaded.update(dict.fromkeys(natively))
+                if message.tool_name not in self.loaded and message.tool_name != SEARCH_TOOL:
+                    self.eager[message.tool_name] = None
                 self.loaded.update(dict.fromkeys(_found_by(message) or [message.tool_name]))
+            elif isinstance(message, AssistantMessage):
+                self.loaded.update(dict.fromkeys(loaded_by_search(message.provider_data)))
         self.loaded.pop(SEARCH_TOOL, None)
         self.tool = Tool(
             name=SEARCH_TOOL,
@@ -151,6 +176,27 @@ class ToolLoader:
         offered.update((name, tools[name]) for name in self.loaded if name in tools)
         return offered
 
+    def deferred(self) -> tuple[ToolDefinition, ...]:
+        """The tools a request carries with the provider's search: every tool in the agent's
+        order, deferred except :attr:`eager` ones (the list only changes when a tool is called
+        before it was loaded, or a source adds tools)."""
+        definitions = []
+        for name, tool in self._tools.items():
+            if name == SEARCH_TOOL:
+                continue
+            definition = tool.definition
+            if name not in self.eager:
+                cached = self._deferred.get(name)
+                if cached is None or cached[0] is not definition:
+                    cached = self._deferred[name] = (definition, replace(definition, defer_loading=True))
+                definition = cached[1]
+            definitions.append(definition)
+        return tuple(definitions)
+
+    def note(self, provider_data: Mapping[str, Any]) -> None:
+        """Load what the provider's search loaded in a response (recorded by its adapter)."""
+        self.loaded.update(dict.fromkeys(loaded_by_search(provider_data)))
+
     def search(self, query: str) -> dict[str, Any]:
         """Search every tool, load what it finds; the result the model is told."""
         tools = self._tools
@@ -164,8 +210,10 @@ class ToolLoader:
         return {"loaded": found, "tools": [{"name": n, "description": tools[n].description} for n in found]}
 
     def load(self, name: str) -> None:
-        """Load one tool (the model called it before it was loaded)."""
+        """Load one tool (the model called it before it was loaded); with the provider's search
+        it is sent loaded from now on."""
         self.loaded[name] = None
+        self.eager[name] = None
 
     async def _search(self, query: str) -> dict[str, Any]:
         return self.search(query)

@@ -37,6 +37,7 @@ from ..adapter import (
     check_max_connections,
     check_retries,
     checked_headers,
+    has_tool_search,
     idle_timeout,
 )
 from ..base import ModelRequest, ModelSettings
@@ -72,6 +73,7 @@ _OPTIONS = frozenset(
         "max_retries",
         "timeout",
         "native_output",
+        "native_tool_search",
         "thinking",
         "client",
         "default_headers",
@@ -96,7 +98,9 @@ def create(
     ``api_key`` defaults to the variable ``api_key_env`` (``ANTHROPIC_API_KEY``) and ``base_url``
     to ``ANTHROPIC_BASE_URL``, then ``https://api.anthropic.com``. Options: ``max_retries`` (2),
     ``timeout`` (seconds without a byte), ``native_output`` (structured output through a forced
-    tool), ``thinking`` (passed through, e.g. ``{"type": "enabled", "budget_tokens": 4000}``),
+    tool), ``native_tool_search`` (Anthropic's tool search tool for ``Agent(tool_search=...)``;
+    default: Claude 4.5 models and later), ``thinking`` (passed through, e.g.
+    ``{"type": "enabled", "budget_tokens": 4000}``),
     ``default_headers``, ``client`` (a ready ``AsyncAnthropic``, which makes the key and URL
     arguments unused) and ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module
     docstring).
@@ -114,6 +118,7 @@ def create(
         "settings": settings,
         "provider": provider,
         "native_output": bool(options.get("native_output", False)),
+        "native_tool_search": has_tool_search("anthropic", model_name, options.get("native_tool_search")),
         "thinking": options.get("thinking"),
         "plain_any_size": options.get("timeout") is not None,
     }
@@ -207,6 +212,7 @@ class AnthropicModel(ProviderModel):
         settings: ModelSettings | None = None,
         provider: str = PROVIDER,
         native_output: bool = False,
+        native_tool_search: bool = False,
         thinking: Mapping[str, Any] | None = None,
         plain_any_size: bool = False,
     ) -> None:
@@ -223,6 +229,7 @@ class AnthropicModel(ProviderModel):
         self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=secret)
         self._channel: AnthropicClient | SdkChannel = channel
         self._native_output = native_output
+        self._native_tool_search = native_tool_search
         self._thinking = thinking
         self._plain_limit = None if plain_any_size else _PLAIN_MAX_TOKENS
         profile = lookup_profile(model_name)
@@ -232,6 +239,11 @@ class AnthropicModel(ProviderModel):
     def native_output(self) -> bool:
         """True with the ``native_output`` option (the schema sent as a forced tool)."""
         return self._native_output
+
+    @property
+    def native_tool_search(self) -> bool:
+        """True for models with Anthropic's tool search tool (see :func:`create`)."""
+        return self._native_tool_search
 
     def _wants_stream(self, settings: ModelSettings, on_event: EventHandler | None) -> bool:
         if settings.stream is not None:

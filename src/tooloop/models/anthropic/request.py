@@ -16,6 +16,13 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
   tool, on the system prompt and on the last block of the two latest messages: four, Anthropic's
   limit. The latest one moves forward every turn; the one before it still matches what the
   previous request cached, so a turn that adds two messages reads the cache too.
+* The provider's tool search (``ModelRequest.tool_search``): the BM25 tool search tool goes first
+  and deferred tools carry ``defer_loading``; the tools breakpoint goes on the last tool that is
+  not deferred (deferred ones are not part of the cached prefix). An answer with server blocks
+  (the search's ``server_tool_use`` and ``tool_search_tool_result``) is kept block by block in
+  ``provider_data["anthropic"]["content"]`` and sent back in the same order, its ``tool_use``
+  blocks rebuilt from the calls as they stand; without tool search in the request, the search's
+  blocks are left out (the API would refuse a result of a tool it was not given).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from ..base import ModelRequest, ModelSettings, OutputSchema
 from ..inputs import decoded_text, refuse
 from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
-__all__ = ["INPUT_KINDS", "PROVIDER", "build_body"]
+__all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "build_body"]
 
 PROVIDER = "anthropic"
 INPUT_KINDS = frozenset({"image", "document"})
@@ -50,6 +57,9 @@ INPUT_KINDS = frozenset({"image", "document"})
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _HISTORY_TOOL_DESCRIPTION = "A tool used earlier in this conversation; it is no longer available."
 _TOOL_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+SEARCH_TOOL: dict[str, str] = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+"""Anthropic's tool search tool, the variant that takes a query in words (as the local search does)."""
+_SEARCH_NAMES = frozenset({"tool_search_tool_bm25", "tool_search_tool_regex"})
 
 Block = dict[str, Any]
 
@@ -64,7 +74,7 @@ def build_body(
     native_output: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """The request body, and the name of the forced output tool when native output is used."""
-    system, messages, used_tools = convert_messages(request.messages, model)
+    system, messages, used_tools = convert_messages(request.messages, model, tool_search=request.tool_search)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         body["system"] = system
@@ -92,8 +102,9 @@ def add_breakpoints(body: dict[str, Any], ttl: str | None) -> None:
     marker: Block = {"type": "ephemeral", "ttl": ttl} if ttl == "1h" else {"type": "ephemeral"}
     left = MAX_BREAKPOINTS
     tools = body.get("tools")
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": marker}
+    at = next((i for i in range(len(tools) - 1, -1, -1) if not tools[i].get("defer_loading")), None) if tools else None
+    if tools and at is not None:
+        tools[at] = {**tools[at], "cache_control": marker}
         left -= 1
     system = body.get("system")
     if isinstance(system, str) and system:
@@ -106,8 +117,11 @@ def add_breakpoints(body: dict[str, Any], ttl: str | None) -> None:
             blocks[at] = {**blocks[at], "cache_control": marker}
 
 
-def convert_messages(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """``(system text, Anthropic messages, names of tools used in the history)``."""
+def convert_messages(
+    messages: Sequence[Message], model: str, *, tool_search: bool = False
+) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """``(system text, Anthropic messages, names of tools used in the history)``; ``tool_search``:
+    the request has the tool search tool (else the search's blocks of earlier answers are left out)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
     used: dict[str, None] = {}
@@ -117,16 +131,22 @@ def convert_messages(messages: Sequence[Message], model: str) -> tuple[str, list
             if item.text.strip():
                 system.append(item.text)
             continue
-        for role, blocks in _turn(item, ids, model):
+        for role, blocks in _turn(item, ids, model, tool_search):
             _add(out, role, blocks)
         if isinstance(item, ToolBatch):
             used.update(dict.fromkeys(call.tool_name for call in item.calls))
     return "\n\n".join(system), out, list(used)
 
 
-def _turn(item: Turn, ids: IdMapper, model: str) -> list[tuple[str, list[Block]]]:
+def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:
     """The (role, blocks) a turn becomes; adjacent ones of a role are merged by :func:`_add`."""
     if isinstance(item, ToolBatch):
+        kept = _kept_content(item.first.provider_data)
+        if kept is not None:
+            return [
+                ("assistant", _replayed(kept, item.calls, ids, tool_search)),
+                ("user", [_tool_result(call, ids) for call in item.calls]),
+            ]
         return [
             ("assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)]),
             ("assistant", [_tool_use(call, ids) for call in item.calls]),
@@ -137,10 +157,52 @@ def _turn(item: Turn, ids: IdMapper, model: str) -> list[tuple[str, list[Block]]
             return [("user", [block for part in item.parts for block in _user_blocks(part, model)])]
         return [("user", _text(item.text))]
     if isinstance(item, AssistantMessage):
+        kept = _kept_content(item.provider_data)
+        if kept is not None:
+            return [("assistant", _replayed(kept, (), ids, tool_search))]
         return [("assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])]
     if isinstance(item, SystemMessage):
         return []  # gathered into the top-level ``system`` field by the caller
     assert_never(item)
+
+
+def _kept_content(provider_data: Mapping[str, Any]) -> list[Any] | None:
+    """The content blocks of an answer with server blocks, kept as they came (see :mod:`.response`)."""
+    data = provider_data.get(PROVIDER)
+    content = data.get("content") if isinstance(data, Mapping) else None
+    return list(content) if isinstance(content, list | tuple) else None
+
+
+def _replayed(kept: list[Any], calls: Sequence[ToolCallMessage], ids: IdMapper, tool_search: bool) -> list[Block]:
+    """An answer's blocks in their order: ``tool_use`` rebuilt from the batch's calls (a call no
+    longer in the batch is left out), text that is blank left out, the rest as they came."""
+    by_id = {call.tool_call_id: call for call in calls}
+    blocks: list[Block] = []
+    for block in kept:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "tool_use":
+            call = by_id.get(block.get("id"))  # type: ignore[arg-type]
+            if call is not None:
+                blocks.append(_tool_use(call, ids))
+        elif kind == "text":
+            if isinstance(block.get("text"), str) and block["text"].strip():
+                blocks.append(_plain(block))
+        elif not tool_search and (kind == "tool_search_tool_result" or block.get("name") in _SEARCH_NAMES):
+            continue
+        else:
+            blocks.append(_plain(block))
+    return blocks
+
+
+def _plain(value: Any) -> Any:
+    """A stored block as plain JSON values (stores hand back read-only mappings)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _user_blocks(part: UserPart, model: str) -> list[Block]:
@@ -232,11 +294,13 @@ def _add_tools(
     native_output: bool,
     thinks: bool,
 ) -> str | None:
-    tools: list[Block] = []
+    tools: list[Block] = [dict(SEARCH_TOOL)] if request.tool_search and request.tools else []
     for tool in request.tools:
         spec: Block = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.parameters)}
         if tool.strict is not None:
             spec["strict"] = tool.strict
+        if tool.defer_loading and request.tool_search:
+            spec["defer_loading"] = True
         tools.append(spec)
     choice: Block = {"type": {"auto": "auto", "required": "any", "none": "none"}[request.tool_choice]}
     output_tool = None

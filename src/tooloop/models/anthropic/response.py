@@ -16,6 +16,7 @@ from ...errors import ModelResponseError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
+from ..base import TOOL_SEARCH_KEY
 from .request import PROVIDER
 
 __all__ = ["PROVIDER", "assemble", "parse_message", "read_error", "usage_from"]
@@ -87,12 +88,15 @@ def assemble(
     texts: list[str] = []
     thinking: list[ThinkingPart] = []
     calls: list[ToolCall] = []
+    server = False
     for block in content:
         kind = block.get("type")
         if kind == "text":
             texts.append(block["text"])
         elif kind == "tool_use":
             calls.append(ToolCall(block["id"], block["name"], block.get("input") or {}))
+        elif kind == "server_tool_use" or (isinstance(kind, str) and kind.endswith("_tool_result")):
+            server = True
         elif kind == "thinking":
             signature = block.get("signature") or None
             thinking.append(ThinkingPart(block.get("thinking", ""), signature, provider=PROVIDER))
@@ -105,6 +109,15 @@ def assemble(
     if reason is StopReason.TOOL_USE and not calls:
         reason = StopReason.END_TURN
     refusal = _refusal(text, stop_details) if reason is StopReason.REFUSAL else None
+    data: dict[str, Any] = {"stop_details": dict(stop_details)} if stop_details else {}
+    provider_data: dict[str, Any] = {}
+    if server:
+        data["content"] = [_kept(block) for block in content]
+        loaded = searched_tools(content)
+        if loaded:
+            provider_data[TOOL_SEARCH_KEY] = {"loaded": loaded}
+    if data:
+        provider_data[PROVIDER] = data
     return ModelResponse(
         text,
         tuple(calls),
@@ -113,10 +126,42 @@ def assemble(
         thinking=tuple(thinking),
         refusal=refusal,
         model=model,
-        provider_data={PROVIDER: {"stop_details": dict(stop_details)}} if stop_details else {},
+        provider_data=provider_data,
         response_id=response_id if isinstance(response_id, str) and response_id else None,
         stop_sequence=stop_sequence if isinstance(stop_sequence, str) else None,
     )
+
+
+def _kept(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A block as it goes back in a later request; a ``tool_use`` block only by its id and name
+    (it is rebuilt from the call, whose arguments the loop may have changed)."""
+    if block.get("type") == "tool_use":
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name")}
+    if block.get("type") == "server_tool_use" and isinstance(block.get("input"), str):
+        return {**block, "input": _object(block["input"])}
+    return dict(block)
+
+
+def _object(text: str) -> Any:
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return {}
+
+
+def searched_tools(content: list[Any]) -> list[str]:
+    """The tools the tool search tool's results in ``content`` loaded (``tool_reference`` blocks)."""
+    names: list[str] = []
+    for block in content:
+        if block.get("type") != "tool_search_tool_result":
+            continue
+        result = block.get("content")
+        references = result.get("tool_references") if isinstance(result, Mapping) else None
+        for reference in references if isinstance(references, list) else ():
+            name = reference.get("tool_name") if isinstance(reference, Mapping) else None
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
 
 
 def _refusal(text: str, stop_details: Mapping[str, Any] | None) -> str:

@@ -24,9 +24,10 @@ __all__ = ["AnthropicClient", "LeanEvents", "read_stream"]
 
 
 class _Block:
-    __slots__ = ("data", "id", "input", "kind", "name", "parts", "signature", "tool_index")
+    __slots__ = ("data", "id", "input", "kind", "name", "parts", "signature", "start", "tool_index")
 
     def __init__(self, start: Mapping[str, Any], tool_index: int) -> None:
+        self.start = start
         self.kind: str = start.get("type", "")
         self.parts: list[str] = []
         self.id = start.get("id")
@@ -47,7 +48,11 @@ class _Block:
             return {"type": "thinking", "thinking": joined, "signature": self.signature}
         if self.kind == "tool_use":
             return {"type": "tool_use", "id": self.id, "name": self.name, "input": joined or self.input or {}}
-        return {"type": self.kind, "data": self.data}
+        if self.kind == "redacted_thinking":
+            return {"type": self.kind, "data": self.data}
+        # server blocks (server_tool_use, *_tool_result...) as they started; a server call's
+        # input arrives as JSON deltas like a tool call's
+        return {**self.start, "input": joined} if self.parts and "input" in self.start else dict(self.start)
 
 
 class _StreamState:
@@ -85,7 +90,7 @@ class _StreamState:
             if not piece:
                 return
             block.parts.append(piece)
-            if self.on_event is not None:
+            if self.on_event is not None and block.kind == "tool_use":
                 self.on_event(ToolCallDelta(block.tool_index, arguments_delta=piece))
             return
         elif kind == "thinking_delta":

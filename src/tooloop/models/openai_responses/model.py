@@ -21,7 +21,7 @@ from ...events import EventHandler
 from ...messages import ModelResponse
 from ...transport.client import StatusError, StreamError
 from ...transport.perloop import PerLoop
-from ..adapter import DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, idle_timeout
+from ..adapter import DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, has_tool_search, idle_timeout
 from ..base import ModelRequest, ModelSettings
 from .request import INPUT_KINDS, PROVIDER, ResponsesRequest
 from .response import read, read_error
@@ -31,7 +31,9 @@ from .stream import Streamer
 __all__ = ["OpenAIResponsesModel", "create"]
 
 _NO_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-4o)")
-_OPTIONS = frozenset({"max_retries", "timeout", "reasoning", "include_reasoning", "client", "api_key_env"})
+_OPTIONS = frozenset(
+    {"max_retries", "timeout", "reasoning", "include_reasoning", "client", "api_key_env", "native_tool_search"}
+)
 
 
 def create(
@@ -49,7 +51,9 @@ def create(
     (seconds without a byte), ``reasoning`` (the request's ``reasoning`` object, e.g.
     ``{"effort": "low", "summary": "auto"}``), ``include_reasoning`` (request encrypted reasoning;
     default: on unless the model name starts with gpt-4/gpt-3.5), ``client`` (a ready
-    ``AsyncOpenAI``), ``api_key_env`` (the key variable, ``OPENAI_API_KEY``).
+    ``AsyncOpenAI``), ``api_key_env`` (the key variable, ``OPENAI_API_KEY``),
+    ``native_tool_search`` (the hosted ``tool_search`` for ``Agent(tool_search=...)``; default:
+    gpt-5.4 and later).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
@@ -81,7 +85,9 @@ class OpenAIResponsesModel(ProviderModel):
         include_reasoning: bool | None = None,
         client: openai.AsyncOpenAI | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        native_tool_search: bool | None = None,
     ):
+        self._native_tool_search = has_tool_search("openai", model_name, native_tool_search)
         if include_reasoning is None:
             include_reasoning = reasoning is not None or not _NO_REASONING.match(model_name)
         self._request = ResponsesRequest(
@@ -127,6 +133,11 @@ class OpenAIResponsesModel(ProviderModel):
     def native_output(self) -> bool:
         """True: ``text.format`` carries the schema."""
         return True
+
+    @property
+    def native_tool_search(self) -> bool:
+        """True for models with the hosted ``tool_search`` (see :func:`create`)."""
+        return self._native_tool_search
 
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
         return read_error(error)

@@ -1,7 +1,10 @@
 """Building a Responses API request: instructions, input items, tools, output format, settings.
 
 Requests are stateless (``store=False``): reasoning items kept from earlier responses
-(``provider_data["openai-responses"]``) are sent back with the conversation.
+(``provider_data["openai-responses"]``) are sent back with the conversation, and so are the
+items of the provider's tool search (``tool_search_call``, ``tool_search_output``) in the order
+they came, when the request uses it (``ModelRequest.tool_search``: a ``tool_search`` tool first,
+deferred functions marked ``defer_loading``).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class ResponsesRequest:
         """The ``responses.create`` arguments for ``request`` with the merged ``settings``."""
         if settings.stop is not None or settings.seed is not None:
             raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
-        instructions, items = _input(request.messages, self.model)
+        instructions, items = _input(request.messages, self.model, request.tool_search)
         params: dict[str, Any] = {"model": self.model, "input": items, "store": False}
         if instructions:
             params["instructions"] = instructions
@@ -64,16 +67,7 @@ class ResponsesRequest:
         if self._reasoning:
             params["reasoning"] = self._reasoning
         if request.tools:
-            params["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": strict_schema(t.parameters) if t.strict else dict(t.parameters),
-                    "strict": bool(t.strict),
-                }
-                for t in request.tools
-            ]
+            params["tools"] = _tools(request)
             params["tool_choice"] = request.tool_choice
         output = request.output
         if output is not None:
@@ -100,7 +94,24 @@ class ResponsesRequest:
         return params
 
 
-def _input(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str, Any]]]:
+def _tools(request: ModelRequest) -> list[dict[str, Any]]:
+    """The function tools, after the hosted ``tool_search`` (deferred ones marked) when it is used."""
+    tools: list[dict[str, Any]] = [{"type": "tool_search"}] if request.tool_search else []
+    for t in request.tools:
+        spec = {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": strict_schema(t.parameters) if t.strict else dict(t.parameters),
+            "strict": bool(t.strict),
+        }
+        if t.defer_loading and request.tool_search:
+            spec["defer_loading"] = True
+        tools.append(spec)
+    return tools
+
+
+def _input(messages: Sequence[Message], model: str, tool_search: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """``instructions`` (the leading system messages) and the input items."""
     ids = IdMapper()
     leading: list[str] = []
@@ -109,11 +120,11 @@ def _input(messages: Sequence[Message], model: str) -> tuple[str, list[dict[str,
         if isinstance(item, SystemMessage) and not items:
             leading.append(item.text)
         else:
-            items.extend(_items(item, ids, model))
+            items.extend(_items(item, ids, model, tool_search))
     return "\n\n".join(leading), items
 
 
-def _items(item: Turn, ids: IdMapper, model: str) -> list[dict[str, Any]]:
+def _items(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[dict[str, Any]]:
     if isinstance(item, SystemMessage):
         return [{"type": "message", "role": "developer", "content": item.text}]
     if isinstance(item, UserMessage):
@@ -121,9 +132,9 @@ def _items(item: Turn, ids: IdMapper, model: str) -> list[dict[str, Any]]:
         return [{"type": "message", "role": "user", "content": content}]
     if isinstance(item, AssistantMessage):
         text = item.text or item.refusal
-        return _reasoning(item.provider_data) + ([_output_message(text)] if text else [])
+        return _reasoning(item.provider_data, tool_search) + ([_output_message(text)] if text else [])
     if isinstance(item, ToolBatch):
-        return _batch_items(item, ids)
+        return _batch_items(item, ids, tool_search)
     assert_never(item)
 
 
@@ -140,9 +151,24 @@ def _input_part(part: UserPart, model: str) -> dict[str, Any]:
     assert_never(part)
 
 
-def _reasoning(provider_data: Mapping[str, Any]) -> list[dict[str, Any]]:
+_SEARCH_ITEMS = frozenset({"tool_search_call", "tool_search_output"})
+
+
+def _reasoning(provider_data: Mapping[str, Any], tool_search: bool = False) -> list[dict[str, Any]]:
+    """The reasoning items of an answer, with its tool search items in their order ("items")
+    when the request uses tool search (the API takes no search output without the search tool)."""
     data = provider_data.get(PROVIDER) or {}
-    return [dict(r) for r in data.get("reasoning") or ()]
+    kept = data.get("items") or data.get("reasoning") or ()
+    return [_plain(r) for r in kept if tool_search or r.get("type") not in _SEARCH_ITEMS]
+
+
+def _plain(value: Any) -> Any:
+    """A stored item as plain JSON values (stores hand back read-only mappings)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _output_message(text: str) -> dict[str, Any]:
@@ -153,8 +179,8 @@ def _output_message(text: str) -> dict[str, Any]:
     }
 
 
-def _batch_items(batch: ToolBatch, ids: IdMapper) -> list[dict[str, Any]]:
-    items = _reasoning(batch.first.provider_data)
+def _batch_items(batch: ToolBatch, ids: IdMapper, tool_search: bool = False) -> list[dict[str, Any]]:
+    items = _reasoning(batch.first.provider_data, tool_search)
     if batch.text:
         items.append(_output_message(batch.text))
     outputs: list[dict[str, Any]] = []

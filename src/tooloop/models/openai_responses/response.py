@@ -10,6 +10,7 @@ from ...errors import ModelResponseError, ProviderError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
+from ..base import TOOL_SEARCH_KEY
 from ..error_table import provider_error
 from ..openai_chat.model import read_error as read_openai_error
 from .request import PROVIDER
@@ -51,9 +52,33 @@ def read(response: Response) -> ModelResponse:
         thinking=tuple(thinking),
         refusal="".join(refusal) or None,
         model=response.model,
-        provider_data={PROVIDER: {"reasoning": reasoning}} if reasoning else {},
+        provider_data=_provider_data(response, reasoning),
         response_id=response.id or None,
     )
+
+
+_SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
+
+
+def _provider_data(response: Response, reasoning: list[dict[str, Any]]) -> dict[str, Any]:
+    """What goes back with the answer: its reasoning items or, when the provider's tool search
+    ran, its reasoning and search items in their order ("items"), and the tools the search loaded."""
+    if not any(item.type in _SEARCH_ITEMS for item in response.output):
+        return {PROVIDER: {"reasoning": reasoning}} if reasoning else {}
+    kept: list[dict[str, Any]] = []
+    loaded: list[str] = []
+    for item in response.output:
+        if item.type == "reasoning" and (item.encrypted_content or item.content):
+            kept.append(item.model_dump(mode="json", exclude_none=True, exclude={"status"}))
+        elif item.type == "tool_search_call":
+            kept.append(item.model_dump(mode="json", exclude_none=True))
+        elif item.type == "tool_search_output":
+            kept.append(item.model_dump(mode="json", exclude_none=True))
+            loaded.extend(t.name for t in item.tools if t.type == "function" and t.name not in loaded)
+    data: dict[str, Any] = {PROVIDER: {"items": kept}}
+    if loaded:
+        data[TOOL_SEARCH_KEY] = {"loaded": loaded}
+    return data
 
 
 def _stop_reason(response: Response, has_calls: bool, refused: bool) -> StopReason:
