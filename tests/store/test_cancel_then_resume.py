@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
 from tooloop import Agent, CancelToken, ModelRequest, ModelResponse, ToolCall, ToolCallMessage, ToolCallStatus, tool
-from tooloop.store import open_store
+from tooloop.store import SessionInfo, Store, open_store
 from tooloop.testing import FunctionModel
+from tooloop.transcript import Transcript
 
 
 def _note(effects: Path, order: str) -> int:
@@ -20,7 +22,11 @@ def _note(effects: Path, order: str) -> int:
     return effects.read_text().splitlines().count(order)
 
 
-def _agent(store_url: str, effects: Path) -> Agent:
+async def _tidy_up() -> None:
+    await asyncio.sleep(0.05)  # a tool that tidies up when it is cut, as real ones do
+
+
+def _agent(store: Store | str, effects: Path, tidy_up: Callable[[], Awaitable[None]] = _tidy_up) -> Agent:
     @tool
     async def pay(order: str) -> str:
         """Pay an order (a side effect counted outside the run).
@@ -33,7 +39,7 @@ def _agent(store_url: str, effects: Path) -> Agent:
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
-            await asyncio.sleep(0.05)  # a tool that tidies up when it is cut, as real ones do
+            await tidy_up()
             raise
         return "paid"
 
@@ -43,7 +49,7 @@ def _agent(store_url: str, effects: Path) -> Agent:
         order = request.messages[-1].text.split()[-1]  # type: ignore[union-attr]
         return ModelResponse(tool_calls=[ToolCall("c1", "pay", {"order": order})])
 
-    return Agent(FunctionModel(script), tools=[pay], store=store_url)
+    return Agent(FunctionModel(script), tools=[pay], store=store)
 
 
 @pytest.mark.parametrize("how", ["token", "task"])
@@ -68,4 +74,44 @@ async def test_a_run_resumed_right_after_its_cancel_never_runs_the_cut_call_agai
         assert effects.read_text().splitlines() == [f"o-{i}" for i in range(attempt + 1)]  # each call ran once
         async with open_store(store_url) as store:
             calls = (await store.load(session)).tool_invocations
+        assert [c.status for c in calls] == [ToolCallStatus.CANCELLED]
+
+
+async def test_a_resume_whose_read_spans_the_cancelled_runs_last_write_continues_without_a_conflict(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resumed run reads the session's version, then the cancelled run records the cut call and
+    closes, then the resumed run reads the messages: what it continues from is one version."""
+    effects = tmp_path / "effects"
+    version_read, first_closed = asyncio.Event(), asyncio.Event()
+    async with open_store(store_url) as store:
+        read_version, read_messages = store.get_session, store.load
+        resuming = False
+
+        async def get_session(session_id: str) -> SessionInfo:
+            info = await read_version(session_id)
+            if resuming:
+                version_read.set()
+            return info
+
+        async def load(session_id: str) -> Transcript:
+            if resuming:
+                await asyncio.wait_for(first_closed.wait(), 20)  # the cancelled run writes and closes meanwhile
+            return await read_messages(session_id)
+
+        monkeypatch.setattr(store, "get_session", get_session)
+        monkeypatch.setattr(store, "load", load)
+        agent = _agent(store, effects, tidy_up=version_read.wait)  # the cut is recorded after that read
+        token = CancelToken()
+        first = asyncio.create_task(agent.run("pay order o-1", session_id="s", cancel=token))
+        first.add_done_callback(lambda _: first_closed.set())
+        while not effects.exists():
+            await asyncio.sleep(0.005)
+        token.cancel()
+        resuming = True
+        resumed = await asyncio.wait_for(agent.resume("s"), 20)
+        assert resumed.text == "done"
+        assert (await first).stop_reason.value == "cancelled"
+        assert effects.read_text().splitlines() == ["o-1"]
+        calls = (await read_messages("s")).tool_invocations
         assert [c.status for c in calls] == [ToolCallStatus.CANCELLED]

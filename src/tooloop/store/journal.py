@@ -19,7 +19,7 @@ from ..events import ToolCallProgress
 from ..messages import Message, ToolCallMessage, ToolCallStatus, Usage, UserMessage
 from ..transcript import Transcript
 from ._common import BaseStore
-from .base import Store
+from .base import SessionInfo, Store
 
 __all__ = [
     "DEFAULT_STORE_URL",
@@ -138,6 +138,9 @@ class _Held:
         finally:
             await asyncio.shield(self.store.release_lease(self.session_id, self.owner))
 
+
+CONSISTENT_READS = 5
+"""Times a run reads a session whose version moves while it is read before it goes on with the first."""
 
 CUT_RUN_WAIT = 30.0
 """Seconds a run waits for an earlier run of its session in this process to write its last record."""
@@ -301,9 +304,10 @@ class SessionBinding:
     async def open(self) -> tuple[Sequence[Message], SessionJournal]:
         """The session's messages (empty for a new session) and the journal to continue it.
 
-        While another run of the session is open in this process (a cancelled one still writing
-        what the cancel cut), a session ending with a started call, or changing while it is read,
-        is read again once that run has closed.
+        The messages and the version the journal continues from are of one moment: a session
+        written to between the two reads is read again. While another run of the session is open
+        in this process (a cancelled one still writing what the cancel cut), a session ending with
+        a started call is read again once that run has closed.
         """
         store = await self._open_store()
         self._opened = store
@@ -313,22 +317,42 @@ class SessionBinding:
             await held.take()
             self._held = held
         try:
-            info = await store.get_session(self.session_id)
+            info, history = await self._read(store)
         except SessionNotFoundError:
             self._journal = SessionJournal(store, self.session_id, 0)
             return (), self._journal
-        history = await store.load(self.session_id)
         self._compare_setup(info.metadata.get(SETUP_KEY))
         earlier = _OPEN_RUNS.earlier(self._key, self)
-        if earlier and (_started_calls(history) or await store.version(self.session_id) != info.version):
-            # Another run of this process is writing the session (a cancelled one records what the
-            # cancel cut): read it once that run is done, not a call it started as one to run again.
+        if earlier and _started_calls(history):
+            # Another run of this process may still be writing the session (a cancelled one records
+            # what the cancel cut): read it once that run is done, not a call it started as one to
+            # run again.
             await self._wait_for(earlier)
-            info = await store.get_session(self.session_id)
-            history = await store.load(self.session_id)
+            info, history = await self._read(store)
         self._uncounted = uncounted_usage(history, info.usage, info.metadata)
         self._journal = SessionJournal(store, self.session_id, info.version)
         return history, self._journal
+
+    async def _read(self, store: Store) -> tuple[SessionInfo, Sequence[Message]]:
+        """The session's metadata and messages at one version.
+
+        A store reads the two separately: a write landing in between (another run of the session
+        recording its last message) would leave the journal a version older than the messages,
+        and the run's first write a :class:`~tooloop.errors.ConflictError` against a session it
+        had read whole. The version is read again after the messages; while it moved, both are
+        read again (an earlier run of this process still writing is waited for first). A session
+        that never holds still for :data:`CONSISTENT_READS` reads keeps the older version: the
+        run's first write then conflicts, as with any writer it did not see.
+        """
+        for _ in range(CONSISTENT_READS):
+            info = await store.get_session(self.session_id)
+            history = await store.load(self.session_id)
+            if await store.version(self.session_id) == info.version:
+                break
+            earlier = _OPEN_RUNS.earlier(self._key, self)
+            if earlier:
+                await self._wait_for(earlier)
+        return info, history
 
     def _compare_setup(self, stored: Any) -> None:
         """Say so when another agent (another system prompt) continues the session."""
