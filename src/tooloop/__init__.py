@@ -48,6 +48,7 @@ from .errors import (
 from .events import (
     ApprovalDecided,
     ApprovalRequested,
+    CacheBreak,
     CacheMiss,
     Event,
     MessageAdded,
@@ -135,6 +136,7 @@ __all__ = [
     "AudioContent",
     "AuthenticationError",
     "BadRequestError",
+    "CacheBreak",
     "CacheMiss",
     "CancelToken",
     "ConfigurationError",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
+    "CacheBreak",
     "CacheMiss",
     "Event",
     "EventHandler",
@@ -221,6 +222,20 @@ class MessageAdded:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheBreak:
+    """Request ``iteration`` is about to go out without the beginning of the request before it:
+    the context policy rewrote the history (dropped or summarised messages), so the provider's
+    prompt cache will miss from message ``from_message`` (1-based) on. Emitted (and logged)
+    before the request, so the :class:`CacheMiss` that may follow is expected.
+    """
+
+    iteration: int
+    reason: str
+    from_message: int
+    kind: ClassVar[Literal["cache_break"]] = "cache_break"
+
+
+@dataclass(frozen=True, slots=True)
 class CacheMiss:
     """Request ``iteration`` read nothing from the provider's prompt cache although it should have:
     the request before it was cached and came less than the cache's lifetime ago.
@@ -281,6 +296,7 @@ Event: TypeAlias = (
     | ApprovalRequested
     | ApprovalDecided
     | MessageAdded
+    | CacheBreak
     | CacheMiss
     | RunFinished
     | SubagentEvent

@@ -22,6 +22,7 @@ PUBLIC = [
     "AudioContent",
     "AuthenticationError",
     "BadRequestError",
+    "CacheBreak",
     "CacheMiss",
     "CancelToken",
     "ConfigurationError",

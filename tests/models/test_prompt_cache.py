@@ -244,3 +244,48 @@ async def test_a_turn_that_reads_the_cache_is_no_miss(wire: WireServer) -> None:
     result, events = await _streamed(agent, "What is 2 + 3?")
     assert not [e for e in events if isinstance(e, CacheMiss)]
     assert result.usage.cache_read_tokens == 5_000
+
+
+async def test_a_context_policy_that_rewrites_the_history_says_the_cache_will_break(
+    wire: WireServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tooloop import CacheBreak, ContextPolicy
+
+    calls = [{"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": i, "b": 1}} for i in range(3)]
+    written = aw.usage(40, 7, cache_creation_input_tokens=5_000)
+    read = aw.usage(60, 7, cache_read_input_tokens=5_000)
+    nothing = aw.usage(5_100, 3)
+    wire.queue(
+        aw.streamed([calls[0]], "tool_use", written),
+        aw.streamed([calls[1]], "tool_use", read),
+        aw.streamed([calls[2]], "tool_use", read),
+        aw.streamed([{"type": "text", "text": "Done."}], "end_turn", nothing),
+    )
+    policy = ContextPolicy(max_messages=4, min_recent_turns=0)
+    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add.", tools=[add], context=policy)
+    with caplog.at_level(logging.INFO, logger="tooloop.loop"):
+        result, events = await _streamed(agent, "Add some numbers.")
+    assert result.text == "Done."
+    # four messages at most: the fourth request drops the oldest call (system, user, three calls)
+    assert [len(r.json["messages"]) for r in wire.requests] == [1, 3, 5, 5]
+    (brk,) = [e for e in events if isinstance(e, CacheBreak)]
+    assert brk.iteration == 4 and brk.from_message == 3
+    assert brk.reason == (
+        "the context policy sent 4 of 5 messages and changed message 3: the prompt cache will miss "
+        "from there (the previous request had 5000 tokens cached)"
+    )
+    # it comes before the request it is about, and the miss that follows names it
+    order = [type(e).__name__ for e in events if type(e).__name__ in ("CacheBreak", "ModelRequestStarted")]
+    assert order == ["ModelRequestStarted"] * 3 + ["CacheBreak", "ModelRequestStarted"]
+    (miss,) = [e for e in events if isinstance(e, CacheMiss)]
+    assert miss.iteration == 4 and miss.reason.endswith(f"; announced before the request: {brk.reason}")
+    assert any(r.message == f"prompt cache break on request 4: {brk.reason}" for r in caplog.records)
+
+
+async def test_no_break_is_announced_while_the_policy_keeps_every_message(wire: WireServer) -> None:
+    from tooloop import CacheBreak, ContextPolicy
+
+    wire.queue(*_anthropic_turns([aw.usage(), aw.usage()]))
+    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), tools=[add], context=ContextPolicy(max_messages=50))
+    _, events = await _streamed(agent, "What is 2 + 3?")
+    assert not [e for e in events if isinstance(e, CacheBreak)]

@@ -20,6 +20,7 @@ from acp.interfaces import Client
 from ..events import (
     ApprovalDecided,
     ApprovalRequested,
+    CacheBreak,
     CacheMiss,
     Event,
     MessageAdded,
@@ -98,7 +99,7 @@ class Turn:
                 self.result = result
             case ToolCallProgress(tool_call_id=call_id, progress=progress, total=total, message=message):
                 await self.send(updates.tool_call_progress(call_id, progress, total, message))
-            case ToolCallDelta() | ApprovalDecided() | CacheMiss():
+            case ToolCallDelta() | ApprovalDecided() | CacheMiss() | CacheBreak():
                 # A call is shown once the loop settled its id and arguments; its outcome (run, or
                 # failed when rejected) follows as ToolCallFinished. ACP v1 has no progress field.
                 pass

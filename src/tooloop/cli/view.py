@@ -20,6 +20,7 @@ from .._render import outcome_text as render_outcome
 from ..events import (
     ApprovalDecided,
     ApprovalRequested,
+    CacheBreak,
     CacheMiss,
     Event,
     MessageAdded,
@@ -126,7 +127,7 @@ class TurnView:
                 self._call_done(call)
             case ApprovalRequested() | SubagentEvent():
                 self._question(event)
-            case ApprovalDecided() | CacheMiss():
+            case ApprovalDecided() | CacheMiss() | CacheBreak():
                 pass  # the call's outcome line says what became of it; a cache miss is logged
             case MessageAdded(message=message):
                 # A call that never ran (denied, unknown tool) may be recorded without a

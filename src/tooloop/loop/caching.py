@@ -15,11 +15,11 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..events import CacheMiss
+from ..events import CacheBreak, CacheMiss
 from ..messages import Message, SystemMessage, ToolCallMessage, Usage, UserMessage
 from ..models.base import ModelRequest, ModelSettings
 
-__all__ = ["CacheWatch", "cache_key", "first_difference"]
+__all__ = ["CacheWatch", "cache_key", "first_difference", "rewrite"]
 
 _log = logging.getLogger("tooloop.loop")
 _TTL = {"1h": 3600.0, "5m": 300.0, None: 300.0}
@@ -43,11 +43,33 @@ def cache_key(session_id: str | None, messages: Sequence[Message]) -> str:
 class CacheWatch:
     """Compares each request with the one before it; says when a cache that should hit did not."""
 
-    __slots__ = ("_previous", "_ttl")
+    __slots__ = ("_announced", "_previous", "_ttl")
 
     def __init__(self, settings: ModelSettings):
         self._ttl = _TTL[settings.cache_ttl]
         self._previous: tuple[ModelRequest, int, float] | None = None
+        self._announced: CacheBreak | None = None
+
+    def announce(
+        self, iteration: int, before: Sequence[Message], after: Sequence[Message], whole: int
+    ) -> CacheBreak | None:
+        """A :class:`CacheBreak` (logged) when ``after``, the messages request ``iteration`` sends
+        after the context policy shaped them from ``whole`` messages, does not begin with
+        ``before``, the previous request's."""
+        found = rewrite(before, after)
+        if found is None:
+            return None
+        index, what = found
+        reason = (
+            f"the context policy sent {len(after)} of {whole} messages and {what} "
+            f"message {index + 1}: the prompt cache will miss from there"
+        )
+        previous = self._previous
+        if previous is not None:
+            reason += f" (the previous request had {previous[1]} tokens cached)"
+        event = self._announced = CacheBreak(iteration, reason, index + 1)
+        _log.info("prompt cache break on request %d: %s", iteration, reason)
+        return event
 
     def check(self, iteration: int, request: ModelRequest, usage: Usage, now: float | None = None) -> CacheMiss | None:
         """The miss of ``request`` (answered with ``usage``), if it is one; logged."""
@@ -58,12 +80,16 @@ class CacheWatch:
         now = time.monotonic() if now is None else now
         # a request with nothing cached is never the "before" of a miss: it is not kept
         self._previous = (request, cached_now, now) if cached_now else None
+        announced, self._announced = self._announced, None
         if previous is None or usage.cache_read_tokens or request.settings.cache == "off":
             return None
         before, cached, sent_at = previous
         if not cached or now - sent_at > self._ttl:
             return None  # nothing was cached (a provider without caching, a short prefix) or it expired
-        miss = CacheMiss(iteration, first_difference(before, request), cached)
+        reason = first_difference(before, request)
+        if announced is not None and announced.iteration == iteration:
+            reason = f"{reason}; announced before the request: {announced.reason}"
+        miss = CacheMiss(iteration, reason, cached)
         _log.info(
             "prompt cache miss on request %d: %s (the previous request had %d tokens cached)",
             iteration,
@@ -93,6 +119,17 @@ def first_difference(before: ModelRequest, after: ModelRequest) -> str:
             "messages (a context policy rewrote the history)"
         )
     return "the prefix was unchanged: the provider did not keep the cache (evicted, or another server answered)"
+
+
+def rewrite(before: Sequence[Message], after: Sequence[Message]) -> tuple[int, str] | None:
+    """Where ``after`` stops beginning with ``before`` (the index of the first message that
+    differs, and whether it was changed or dropped), or None when it extends it."""
+    for index, (old, new) in enumerate(zip(before, after, strict=False)):
+        if old is not new and old != new:
+            return index, "changed"
+    if len(after) < len(before):
+        return len(after), "dropped everything from"
+    return None
 
 
 def _tools_difference(before: ModelRequest, after: ModelRequest) -> str | None:

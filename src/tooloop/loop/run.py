@@ -505,6 +505,8 @@ class Run:
         self.iteration += 1
         record = self.record
         messages = await self.shaper.messages(record.transcript)
+        if self.shaper.context is not None and self._request is not None:
+            self._announce_rewrite(self._request.messages, messages)
         if self._cache_key is None:
             self._cache_key = cache_key(self.session_id, messages)
         tools, native_search = (self._tool_defs, False) if self.config.tool_search is None else self._searched_tools()
@@ -576,11 +578,21 @@ class Run:
         if self.watch is not None:
             self.watch.retrying(self.iteration, f"context too long ({overflow}); sending {len(smaller)} messages")
         self.steps.forget_partial()
+        self._announce_rewrite(request.messages, smaller)
         request = self._request = replace(request, messages=smaller)
         try:
             return checked(self.model, await pending_response(self.model, request, handler))
         except ContextLengthError as again:
             raise again from overflow
+
+    def _announce_rewrite(self, before: Sequence[Message], after: Sequence[Message]) -> None:
+        """The context policy rewrote the history: the cache will miss; say so before the request."""
+        transcript = self.record.transcript
+        added = self.shaper.system and not (transcript and isinstance(transcript[0], SystemMessage))
+        whole = len(transcript) + (1 if added else 0)
+        event = self.cache_watch.announce(self.iteration, before, after, whole)
+        if event is not None and self.record.events is not None:
+            self.record.emit(event)
 
     def _model_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextDelta):
