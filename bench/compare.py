@@ -20,6 +20,13 @@ than ``--min-throughput`` times its conversations per second. Not part of the te
 
 The mock is found at ``../shared/bench`` from the repo root (or from the main checkout of a git
 worktree); ``TOOLOOP_SHARED_BENCH`` overrides it.
+
+Every provider (OpenAI Chat, OpenAI Responses, Anthropic, Gemini) and both front doors against the
+floor of their own wire format, with conversations per second and peak RSS at 1,000 concurrent,
+import time, the first request and long histories: ``bench/providers.py``, which this script runs
+with ``--providers`` (the other arguments go to it):
+
+    python bench/compare.py --providers --phases cpu --reps 15
 """
 
 from __future__ import annotations
@@ -198,12 +205,16 @@ async def _measure(doors: dict[str, Conversation], want: str, reps: int, n: int)
 
 
 def main() -> None:
+    if "--providers" in sys.argv[1:]:
+        rest = [arg for arg in sys.argv[1:] if arg != "--providers"]
+        os.execv(sys.executable, [sys.executable, str(REPO / "bench" / "providers.py"), *rest])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--max-ratio", type=float, default=2.5, help="fail when run() CPU exceeds this x the floor")
     ap.add_argument("--concurrency", default="200,1000", help="levels for the throughput check ('' to skip)")
     ap.add_argument("--min-throughput", type=float, default=0.5, help="fail below this x the floor's conv/s")
+    ap.add_argument("--providers", action="store_true", help="run bench/providers.py with the other arguments")
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     pin = len(cpus) >= 2

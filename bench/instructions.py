@@ -13,8 +13,15 @@ keep the numbers small.
     python bench/instructions.py                    # K=1 and K=4, 100 sequential conversations
     python bench/instructions.py -k 4 -n 50
     python bench/instructions.py --burst 1000       # 1000 concurrent (K=1 T=3, 50 ms per request)
+    python bench/instructions.py --provider anthropic -k 1 -n 50    # a provider against its floors
 
 Needs ``valgrind`` on the PATH. The mock is found and started as in `bench/stream_vs_run.py`.
+
+With ``--provider`` (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``) the
+conversations run against `bench/mock_wire.py` speaking that provider's wire format, through the
+contestants of `bench/providers.py`: the floor on raw sockets (``floor``: plain answers,
+``floor_sse``: streamed) besides ``run`` and ``stream``, each front door's count also given as a
+ratio to its floor's (``run`` to ``floor``, ``stream`` to ``floor_sse``). ``--doors`` picks some.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from stream_vs_run import DOORS, PROMPT, Mock, build, expected  # noqa: E402
+import providers  # noqa: E402
+from stream_vs_run import PROMPT, Mock, build, expected  # noqa: E402
 
 
 def _stretch_deadlines(factor: float) -> None:
@@ -51,9 +59,10 @@ def _stretch_deadlines(factor: float) -> None:
 
 
 async def _conversations(door: str, url: str, k: int, n: int, burst: bool) -> None:
-    if burst:
+    if burst and not door.endswith(("/floor", "/floor_sse")):
         _stretch_deadlines(100)
-    run = build(door, url, f"mock-k{k}-t3" + ("-l50" if burst else ""))
+    model = f"mock-k{k}-t3" + ("-l50" if burst else "")
+    run = providers.build(door, url, model)[0] if "/" in door else build(door, url, model)
     for _ in range(3 if burst else 10):
         assert expected(k, 3) in await run(PROMPT)
     if burst:
@@ -89,7 +98,9 @@ def main() -> None:
     parser.add_argument("-k", type=int, action="append", help="tool calls per turn (default: 1 and 4)")
     parser.add_argument("-n", type=int, default=100, help="sequential conversations per count")
     parser.add_argument("--burst", type=int, help="count this many concurrent conversations instead (K=1)")
-    parser.add_argument("--worker", choices=sorted(DOORS), help=argparse.SUPPRESS)
+    parser.add_argument("--provider", choices=providers.PROVIDERS, help="count against bench/mock_wire.py")
+    parser.add_argument("--doors", help="with --provider: comma-separated, from floor, floor_sse, run, stream")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--burst-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -98,6 +109,9 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed")
+    if args.provider:
+        per_provider(args)
+        return
     mock = Mock()
     try:
         cases = [(1, args.burst, True)] if args.burst else [(k, args.n, False) for k in args.k or [1, 4]]
@@ -109,6 +123,24 @@ def main() -> None:
                 f"stream {counts['stream'] / 1e6:.3f} M, stream / run {counts['stream'] / counts['run']:.3f}x",
                 flush=True,
             )
+    finally:
+        mock.close()
+
+
+def per_provider(args: argparse.Namespace) -> None:
+    """Counts of one provider's contestants (floors included) against bench/mock_wire.py."""
+    doors = (args.doors or ",".join(providers.DOORS)).split(",")
+    mock = providers.Mock(chunked=False)
+    try:
+        cases = [(1, args.burst, True)] if args.burst else [(k, args.n, False) for k in args.k or [1, 4]]
+        for k, n, burst in cases:
+            counts = {door: per_conversation(f"{args.provider}/{door}", mock.url, k, n, burst) for door in doors}
+            label = f"{n} concurrent, K=1 T=3" if burst else f"one at a time, K={k} T=3"
+            parts = []
+            for door, count in counts.items():
+                floor = counts.get(providers.FLOOR_OF.get(door, ""))
+                parts.append(f"{door} {count / 1e6:.3f} M" + (f" ({count / floor:.2f}x)" if floor else ""))
+            print(f"{args.provider}, {label}: " + ", ".join(parts) + " instructions/conversation", flush=True)
     finally:
         mock.close()
 

@@ -4,7 +4,11 @@
 #   bench/run_peers.sh --quick                                  # smoke run, ~1-2 min
 #   bench/run_peers.sh                                          # full run, ~10+ min
 #   bench/run_peers.sh --contestants baseline,tooloop --phases sequential
+#   bench/run_peers.sh --providers [--quick]                    # every provider vs its own floor (~10 min)
 #
+# With --providers it runs bench/providers.py in the same venv instead (arguments after it go
+# there): OpenAI Chat, OpenAI Responses, Anthropic and Gemini, run() and stream(), each against
+# the floor of its wire format on bench/mock_wire.py; results in bench/results/providers-*.md.
 # Arguments go to run_bench.py. The shared bench folder is found at ../shared/bench from the repo
 # root (or from the main checkout when this is a git worktree); TOOLOOP_SHARED_BENCH overrides it.
 # Its venv (from its requirements.txt, plus this project installed editable with the openai extra)
@@ -41,6 +45,11 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; 
     echo "$WANT" > "$STAMP"
 fi
 (cd "$REPO" && "$VENV/bin/pip" install -q -e ".[openai]")
+
+if [ "${1:-}" = "--providers" ]; then
+    shift
+    exec "$VENV/bin/python" "$REPO/bench/providers.py" "$@"
+fi
 
 # a fresh copy of the harness, with results going to bench/results/
 HARNESS="$WORK/harness"
