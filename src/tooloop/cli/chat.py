@@ -3,6 +3,12 @@
 Each turn is one run of the agent on the session. Ctrl-C during a turn cancels that turn (it
 ends ``cancelled``, the session keeps everything so far); at the prompt, Ctrl-C twice or Ctrl-D
 quits. Lines starting with ``/`` are commands (:data:`COMMANDS`).
+
+On a terminal the user may type while a turn runs (:mod:`.typeahead`): a line is sent into the
+run as steering (delivered at the next safe boundary, shown ``queued`` then ``delivered``); a line
+finished after the run ended, or a ``/command``, is handled once the turn is over, as if typed at
+the prompt; steering the run stopped before delivering (a cancel, a limit) comes back in the
+prompt, to send or edit.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from .remember import SessionSetup, last_run, save_setup
 from .run import drive
 from .setup import AgentOptions, model_label, new_session_id, open_cli_store, open_session, start_session
 from .terminal import Terminal
+from .typeahead import Typeahead
 from .view import TurnView
 
 __all__ = ["COMMANDS", "ChatOptions", "chat_command"]
@@ -70,12 +77,13 @@ class _Lines:
 
             self._session = PromptSession[str]()
 
-    async def read(self, prompt: str) -> str | None:
-        """A line; None at end of input. KeyboardInterrupt when Ctrl-C is pressed at the prompt."""
+    async def read(self, prompt: str, default: str = "") -> str | None:
+        """A line (on a terminal, ``default`` is already typed); None at end of input.
+        KeyboardInterrupt when Ctrl-C is pressed at the prompt."""
         if self._session is None:
             return await read_line(sys.stdin)
         try:
-            return await self._session.prompt_async(prompt, handle_sigint=False)
+            return await self._session.prompt_async(prompt, default=default, handle_sigint=False)
         except EOFError:
             return None
 
@@ -103,6 +111,10 @@ class Chat:
         self._stream: EventStream | None = None
         self.approver: CommandApprover | None = None
         self.attachments = NO_ATTACHMENTS
+        self.pending: list[str] = []
+        """Lines typed during a turn that wait for it to end (follow-ups, /commands), in order."""
+        self.draft = ""
+        """Text for the next prompt: steering that was never delivered, a line left unfinished."""
 
     async def turn(self, text: str, approve: Approve) -> None:
         """One run of the agent on the session, shown as it happens."""
@@ -119,6 +131,42 @@ class Chat:
             return
         self.attachments = NO_ATTACHMENTS
         self._stream = stream
+        keys = self._typeahead(stream, view)
+        try:
+            await self._run(stream, view, schema)
+        finally:
+            if keys is not None:
+                keys.pause()
+            self._left_over(stream, keys)
+
+    def _typeahead(self, stream: EventStream, view: TurnView) -> Typeahead | None:
+        """Reads what the user types while the turn runs (on a terminal)."""
+        if not self.lines.interactive or not Typeahead.available(sys.stdin.fileno()):
+            return None
+
+        def line(text: str) -> None:
+            if text.startswith("/"):
+                self.pending.append(text)
+                view.after_turn(text)
+            elif stream.steer(text):
+                view.queued(text)
+            else:  # the run has ended: the line starts the next turn
+                self.pending.append(text)
+
+        keys = Typeahead(sys.stdin.fileno(), line, view.typed, self.draft)
+        self.draft = ""
+        view.keyboard = keys
+        keys.resume()
+        return keys
+
+    def _left_over(self, stream: EventStream, keys: Typeahead | None) -> None:
+        """Steering the run never delivered comes back in the next prompt, with an unfinished line."""
+        for text in stream.undelivered:
+            self.term.show(f"not delivered (the turn stopped), back in your prompt: {text}", "yellow")
+        left = [*stream.undelivered, keys.draft if keys is not None else ""]
+        self.draft = "\n".join(text for text in left if text)
+
+    async def _run(self, stream: EventStream, view: TurnView, schema: bool) -> None:
         result = await drive(stream, view, self.term)
         self.last_usage = result.usage
         await save_setup(self.store, self.session_id, self.setup, last_run(result.stop_reason.value, result.error))
@@ -161,6 +209,11 @@ class Chat:
     async def _help(self, _: str) -> None:
         for usage, text in COMMANDS.items():
             self.term.show(f"  {usage:<26} {text}")
+        if self.lines.interactive:
+            self.term.show(
+                "  While the model works, type to steer it: Enter sends the line at the next step "
+                "(Ctrl-C still cancels the turn)."
+            )
 
     async def _model(self, spec: str) -> None:
         if not spec:
@@ -203,11 +256,21 @@ class Chat:
         self.term.show(f"session {self.session_id}: continue it with 'tooloop chat --session {self.session_id}'")
 
 
+async def _next_line(chat: Chat) -> str | None:
+    """A line typed during the last turn (shown as if typed at the prompt), else one read now."""
+    if chat.pending:
+        line = chat.pending.pop(0)
+        chat.term.show(f"{PROMPT}{line}", "bold")
+        return line
+    draft, chat.draft = chat.draft, ""
+    return await chat.lines.read(PROMPT, draft)
+
+
 async def _loop(chat: Chat, approve: Approve) -> None:
     interrupted = False
     while not terminating():  # SIGTERM: the turn was cancelled as by Ctrl-C, and the chat ends
         try:
-            line = await chat.lines.read(PROMPT)
+            line = await _next_line(chat)
         except KeyboardInterrupt:
             if interrupted:
                 return

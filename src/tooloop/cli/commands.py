@@ -214,6 +214,7 @@ def chat(
 ) -> None:
     """Talk with a model: streamed markdown answers, every tool call shown, approvals asked y/n/always.
 
+    Type while a turn runs to steer it: Enter sends the line to the model at its next step.
     Ctrl-C cancels the current turn and keeps the session; Ctrl-C twice at the prompt (or Ctrl-D,
     or /exit) quits. Type /help for the commands (/model, /tools, /usage, /new, /exit).
     Attachments (-a) and fragments (-f) go with the first message.

@@ -26,6 +26,7 @@ from .exits import ExitCode, exit_code_for_stop, fail
 from .remember import last_run, save_setup
 from .setup import AgentOptions, ModelChoice, open_cli_store, open_session, start_session
 from .terminal import Terminal
+from .typeahead import restore_keyboard
 from .view import TurnView
 
 __all__ = ["RunOptions", "drive", "read_prompt", "result_json", "run_command", "sigint_cancels"]
@@ -103,6 +104,7 @@ def sigint_cancels(cancel: Callable[[], None], term: Terminal) -> Iterator[None]
             return
         term.stdout.flush()
         term.err.show_cursor(True)
+        restore_keyboard()  # keys typed during a chat's turn: the terminal's own mode again
         kill_all()  # os._exit runs no exit handlers: stop the MCP servers now
         os._exit(ExitCode.CANCELLED)
 

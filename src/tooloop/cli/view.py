@@ -9,8 +9,9 @@ that came with tool calls goes to stderr, so stdout holds nothing but the answer
 from __future__ import annotations
 
 import asyncio
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
+from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.status import Status
 from rich.text import Text
@@ -37,8 +38,11 @@ from ..events import (
     ToolCallStarted,
 )
 from ..loop.result import ApprovalRequest
-from ..messages import ModelResponse, ToolCallMessage, ToolCallStatus
+from ..messages import Message, ModelResponse, ToolCallMessage, ToolCallStatus, UserMessage
 from .terminal import Terminal
+
+if TYPE_CHECKING:
+    from .typeahead import Typeahead
 
 __all__ = ["TurnView", "on_screen"]
 
@@ -105,6 +109,15 @@ class TurnView:
         self._asking = False
         self._held: list[ToolCallMessage] = []
         self._requests: dict[str, asyncio.Event] = {}
+        self._label = "thinking…"
+        self.keyboard: Typeahead | None = None
+        """Keys typed during the turn (``tooloop chat``): paused while a question is asked."""
+        self._paused_keyboard = False
+        self._draft = ""
+        self._queued: list[str] = []  # steering messages not yet delivered
+        self._later: list[str] = []  # lines for after the turn (commands)
+        self._prompts = 0  # user messages of the run so far: the first is the prompt
+        self._closed = False
         _ON_SCREEN[:] = [self]
 
     # ------------------------------------------------------------------ events
@@ -130,14 +143,19 @@ class TurnView:
             case ApprovalDecided() | CacheMiss() | CacheBreak():
                 pass  # the call's outcome line says what became of it; a cache miss is logged
             case MessageAdded(message=message):
-                # A call that never ran (denied, unknown tool) may be recorded without a
-                # ToolCallFinished event by older loops; shown once either way.
-                if isinstance(message, ToolCallMessage) and message.status.finished:
-                    self._call_done(message)
+                self._message_added(message)
             case RunFinished():
                 self.close()
             case _:
                 assert_never(event)
+
+    def _message_added(self, message: Message) -> None:
+        # A call that never ran (denied, unknown tool) may be recorded without a
+        # ToolCallFinished event by older loops; shown once either way.
+        if isinstance(message, ToolCallMessage) and message.status.finished:
+            self._call_done(message)
+        elif isinstance(message, UserMessage):
+            self._user_message(message)
 
     def _question(self, event: ApprovalRequested | SubagentEvent) -> None:
         """An approval question (the approver asks about a subagent's call by its path), or a
@@ -166,14 +184,15 @@ class TurnView:
     # ------------------------------------------------------------------ spinner and live text
 
     def _spin(self, label: str) -> None:
+        self._label = label
         if not self._spinning or self._asking:
             return
         self._stop_live()
         if self._status is None:
-            self._status = self.term.err.status(Text(label, style="dim"), spinner="dots")
+            self._status = self.term.err.status(self._status_view(), spinner="dots")
             self._status.start()
         else:
-            self._status.update(Text(label, style="dim"))
+            self._status.update(self._status_view())
 
     def _stop_spinner(self) -> None:
         if self._status is not None:
@@ -182,8 +201,70 @@ class TurnView:
 
     def _stop_live(self) -> None:
         if self._live is not None:
+            self._live.update(self._markdown())  # what was typed does not stay under the answer
             self._live.stop()
             self._live = None
+
+    # ------------------------------------------------------------------ what the user types meanwhile
+
+    def _typed(self) -> Text | None:
+        """The lines under the spinner or the live answer: messages waiting, the line being typed."""
+        lines = [Text(f"queued: {text}", style="cyan") for text in self._queued]
+        lines += [Text(f"after this turn: {text}", style="cyan") for text in self._later]
+        if self._draft:
+            lines.append(Text(f"steer> {self._draft}", style="bold"))
+        return Text("\n").join(lines) if lines else None
+
+    def _status_view(self) -> Text:
+        label = Text(self._label, style="dim")
+        typed = self._typed()
+        return label if typed is None else Text("\n").join([label, typed])
+
+    def _markdown(self) -> RenderableType:
+        from rich.markdown import Markdown  # markdown-it and pygments: only on a terminal
+
+        return Markdown(hard_breaks(self._text))
+
+    def _answer_view(self) -> RenderableType:
+        typed = self._typed()
+        return self._markdown() if typed is None else Group(self._markdown(), typed)
+
+    def _typing_changed(self) -> None:
+        if self._closed or self._asking:
+            return
+        if self._live is not None:
+            self._live.update(self._answer_view())
+        elif self._status is not None:
+            self._status.update(self._status_view())
+        elif self._typed() is not None:
+            self._spin(self._label)
+
+    def typed(self, draft: str) -> None:
+        """Show the line the user is typing while the turn runs."""
+        if draft != self._draft:
+            self._draft = draft
+            self._typing_changed()
+
+    def queued(self, text: str) -> None:
+        """Show a steering message waiting for the model (until its delivery is shown)."""
+        self._queued.append(text)
+        self._typing_changed()
+
+    def after_turn(self, text: str) -> None:
+        """Show a line kept for when the turn ends (a /command)."""
+        self._later.append(text)
+        self._typing_changed()
+
+    def _user_message(self, message: UserMessage) -> None:
+        self._prompts += 1
+        if self._prompts == 1:
+            return  # the prompt of the turn
+        if message.text in self._queued:
+            self._queued.remove(message.text)
+        line = Text("delivered: ", style="bold cyan")
+        line.append(message.text)
+        self.term.show(line)
+        self._typing_changed()
 
     def pause(self) -> None:
         """Stop the spinner and the live answer (before asking a question)."""
@@ -195,6 +276,13 @@ class TurnView:
         user): nothing live until :meth:`end_question`."""
         self.pause()
         self._asking = True
+        self._pause_keyboard()
+
+    def _pause_keyboard(self) -> None:
+        """The question's prompt reads the keys: what is typed answers it, it is not steering."""
+        if self.keyboard is not None and self.keyboard.reading:
+            self.keyboard.pause()
+            self._paused_keyboard = True
 
     def _text_arrived(self, text: str) -> None:
         if self._stream_plain:
@@ -205,19 +293,17 @@ class TurnView:
         self._text += text
         if not self._live_answer:
             return
-        from rich.markdown import Markdown  # markdown-it and pygments: only on a terminal
-
         self._stop_spinner()
         if self._live is None:
             self._live = Live(
-                Markdown(hard_breaks(self._text)),
+                self._answer_view(),
                 console=self.term.out,
                 refresh_per_second=8,
                 vertical_overflow="visible",
             )
             self._live.start()
         else:
-            self._live.update(Markdown(hard_breaks(self._text)))
+            self._live.update(self._answer_view())
 
     def _response_done(self, response: ModelResponse) -> None:
         streamed = self._live is not None or self._streamed
@@ -279,6 +365,7 @@ class TurnView:
             pass  # the request event did not come through the stream: ask anyway
         self.pause()
         self._asking = True
+        self._pause_keyboard()
         line = Text("? ", style="bold magenta")
         line.append(f"{request.tool_name}", style="bold")
         line.append(f"({arguments_text(request.arguments)})")
@@ -286,8 +373,12 @@ class TurnView:
         self.term.show(line)
 
     def end_question(self) -> None:
-        """Show what finished while the question was on screen."""
+        """Show what finished while the question was on screen; keys typed from now on are
+        read as steering again."""
         self._asking = False
+        if self._paused_keyboard and self.keyboard is not None:
+            self._paused_keyboard = False
+            self.keyboard.resume()
         held, self._held = self._held, []
         for call in held:
             self._call_done(call)
@@ -307,6 +398,7 @@ class TurnView:
         if _ON_SCREEN == [self]:
             _ON_SCREEN.clear()
         self.end_question()
+        self._closed = True
         self.pause()
         text, self._text = self._text, ""
         if self._stream_plain:
