@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import functools
 import json
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -244,16 +246,24 @@ def _parse(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any], str | No
         value = _loads(text)
     except json.JSONDecodeError as exc:
         return {}, arguments, ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+    except ValueError:  # an integer longer than int() reads (4300 digits by default)
+        limit = sys.get_int_max_str_digits()
+        return {}, arguments, ToolArgumentsError(f"arguments hold an integer of more than {limit} digits")
     if not isinstance(value, dict):
         return {}, arguments, ToolArgumentsError("arguments must be a JSON object")
     return value, None, None
 
 
+_WIDE_NUMBER = re.compile(r"\d{19}")
+"""Nineteen digits in a row: maybe an integer beyond 64 bits, which orjson reads as a rounded float."""
+
+
 def _loads(text: str) -> Any:
-    if _fast_loads is not None:
+    """Tool arguments as JSON values, every integer exact (at any width)."""
+    if _fast_loads is not None and _WIDE_NUMBER.search(text) is None:
         try:
             return _fast_loads(text)
-        except ValueError:  # an int beyond 64 bits, NaN...: the standard library decides (and explains)
+        except ValueError:  # NaN, a number beyond a double...: the standard library decides (and explains)
             pass
     return json.loads(text)
 
