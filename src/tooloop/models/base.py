@@ -72,10 +72,12 @@ class ModelSettings:
     breakpoints (tools, system, the two latest turns: four, the provider's limit) and OpenAI
     requests a ``prompt_cache_key`` per session. ``"off"``: neither. ``"explicit"``: tooloop adds
     none; markers you pass in ``extra`` (Anthropic's top-level ``cache_control``, OpenAI's
-    ``prompt_cache_key``) are the only ones."""
+    ``prompt_cache_key``) are the only ones; Gemini's stable prefix (system instruction, tools)
+    becomes a ``cachedContents`` resource the requests name, unless ``extra`` names one."""
     cache_ttl: CacheTTL | None = None
     """How long Anthropic keeps the cached prefix: ``"5m"`` (the provider's default) or ``"1h"``
-    (writes cost 2x the input price instead of 1.25x; worth it when turns are minutes apart)."""
+    (writes cost 2x the input price instead of 1.25x; worth it when turns are minutes apart);
+    also the lifetime of Gemini's explicit cached content."""
 
     def __post_init__(self) -> None:
         if self.cache not in (None, "auto", "off", "explicit"):

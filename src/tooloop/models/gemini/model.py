@@ -12,7 +12,8 @@ The body is built by :mod:`.request`, a plain answer and the chunks of a stream 
 :mod:`.response` (the SSE events split by :mod:`.stream`); :mod:`.sdk` is the SDK fallback.
 Gemini-only data (thought parts, ``thoughtSignature`` values, Gemini's own function-call ids) is
 kept as ``ThinkingPart(provider="google")`` and under the ``"google"`` key of ``provider_data``,
-and is sent back to Gemini only. See docs/providers.md.
+and is sent back to Gemini only. With ``ModelSettings(cache="explicit")`` the stable prefix goes
+into a ``cachedContents`` resource (:mod:`.caching`). See docs/providers.md.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..adapter import (
 )
 from ..base import ModelRequest, ModelSettings
 from ..payloads import listening
+from .caching import ExplicitCache
 from .request import PROVIDER, GeminiRequest, generation
 from .response import Reader, google_body, read_error
 from .stream import GeminiClient
@@ -112,6 +114,8 @@ class GeminiModel(ProviderModel):
             raise ConfigurationError(f"not a Gemini model name: {model_name!r}")
         self._retry = RetryPolicy(check_retries(max_retries), max_wait=60.0)
         self._request = GeminiRequest(model_name)
+        resource = model_name if model_name.startswith(("models/", "tunedModels/")) else f"models/{model_name}"
+        self._explicit = ExplicitCache(resource)
         self._native = generation(model_name) >= 3
         self._base = base_url or os.environ.get(_BASE_URL_ENV) or _DEFAULT_BASE_URL
         idle = idle_timeout(timeout)
@@ -168,7 +172,10 @@ class GeminiModel(ProviderModel):
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        sent = self._channel.prepare(self._request.body(request, settings), settings.extra)
+        body = self._request.body(request, settings)
+        if settings.cache == "explicit" and "cachedContent" not in settings.extra:
+            body = await self._explicit.apply(body, settings.cache_ttl, self._channel.create_cache, self._cache_error)
+        sent = self._channel.prepare(body, settings.extra)
         attempt = 0
         while True:
             reader = Reader(self._name, on_event)
@@ -206,6 +213,9 @@ class GeminiModel(ProviderModel):
             events.close()  # abandoned half way: the connection's state is unknown
             raise
         return reader.finish(streamed=True)
+
+    def _cache_error(self, exc: Exception) -> ProviderError | None:
+        return self._error(exc, 1)
 
     def _delay(self, error: ProviderError, attempt: int, exc: Exception) -> float | None:
         """Seconds to wait before retrying (what the server asked, if it said), or None when retrying is pointless."""

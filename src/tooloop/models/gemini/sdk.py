@@ -167,6 +167,12 @@ class SdkChannel(SdkFallback):
         """One plain request; the answer as wire JSON."""
         return await generate(self.clients.get(), self._model, sent)
 
+    async def create_cache(self, resource: dict[str, Any]) -> Any:
+        """``client.aio.caches.create``: the ``CachedContent`` made from ``resource`` as wire JSON."""
+        config = {_snake(name): value for name, value in resource.items() if name != "model"}
+        made = await self.clients.get().aio.caches.create(model=resource["model"], config=config)
+        return made.model_dump(mode="json", by_alias=True, exclude_none=True)
+
     async def stream(self, sent: dict[str, Any]) -> SdkEvents:
         """One streamed request; its chunks as wire JSON."""
         return SdkEvents(stream(self.clients.get(), self._model, sent))

@@ -83,6 +83,7 @@ class GeminiClient(Client):
         )
         self._plain = f"{resource}:generateContent"
         self._streamed = f"{resource}:streamGenerateContent?alt=sse"
+        self._caches = f"{resource.partition('/')[0]}/cachedContents"
 
     @property
     def base_url(self) -> str:
@@ -104,6 +105,11 @@ class GeminiClient(Client):
     async def generate(self, sent: dict[str, Any]) -> Any:
         """One plain request; the parsed JSON answer (``{}`` for an empty body)."""
         data = await (await self.post(self._plain, sent)).read()
+        return loads(data) if data.strip() else {}
+
+    async def create_cache(self, resource: dict[str, Any]) -> Any:
+        """``POST cachedContents``: the ``CachedContent`` made from ``resource`` (its ``name`` to use)."""
+        data = await (await self.post(self._caches, resource)).read()
         return loads(data) if data.strip() else {}
 
     async def stream(self, sent: dict[str, Any]) -> GeminiEvents:
