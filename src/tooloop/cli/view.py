@@ -340,6 +340,7 @@ class TurnView:
             return
         self._shown.add(call.tool_call_id)
         self._stop_spinner()
+        self._label = "working…"  # shown again if the user types before the next step
         if self.term.quiet:
             return
         if not self.term.err_live:
