@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
     from .sdk import SdkChannel
 
-__all__ = ["PATH", "OpenAIChatModel", "Route", "build", "create"]
+__all__ = ["PATH", "OpenAIChatModel", "Route", "build", "create", "openai_headers"]
 
 PATH = "/chat/completions"
 _NO_KEY = "not-needed"  # local servers without auth: the SDK insists on some key
@@ -165,7 +165,7 @@ def build(
     cap = check_max_connections(options.pop("max_connections", None))
     url = base_url or _OPENAI_URL
     auth = route.auth(key) if route is not None else {"Authorization": f"Bearer {key}"}
-    sent = checked_headers(provider, _lean_headers(auth, headers), key)  # on either path
+    sent = checked_headers(provider, openai_headers(auth, headers), key)  # on either path
     if transport == "lean" and lean_eligible(url):
         if route is not None:
             options["path"] = route.path
@@ -231,7 +231,7 @@ class Route(Protocol):
         ...
 
 
-def _lean_headers(auth: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
+def openai_headers(auth: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
     """The headers the SDK would send: the key, organization and project from the environment, defaults."""
     headers = {
         "Accept": "application/json",

@@ -1,38 +1,73 @@
-"""OpenAI Responses API adapter on the official ``openai`` SDK (``"openai-responses:..."``).
+"""The OpenAI Responses API adapter (``"openai-responses:..."``).
+
+By default its requests go out on the lean transport (:class:`tooloop.transport.client.Client`,
+the one the Chat Completions adapter uses), which sends the headers the ``openai`` SDK sends and
+keeps its base URL, retries and timeouts at a fraction of the client CPU, without importing the
+SDK. ``transport="sdk"`` sends them through ``AsyncOpenAI`` (always the case for a ``client`` you
+pass, and when a proxy is configured for the URL). Either way the request body comes from
+:mod:`.request`, the raw JSON answer is read by :mod:`.response` and the event stream by
+:mod:`.stream`; failures go through the one error table. :mod:`.sdk` is the SDK fallback.
 
 Requests are stateless: ``store=False`` and, for reasoning models, ``include=["reasoning.encrypted_content"]``,
 so a response's reasoning items (kept in ``provider_data["openai-responses"]``) can be sent back
-with the conversation instead of being looked up on OpenAI's servers. See
-docs/providers.md.
+with the conversation instead of being looked up on OpenAI's servers. See docs/providers.md.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
-
-import openai
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
 from ...messages import ModelResponse
-from ...transport.client import StatusError, StreamError
+from ...transport.client import StatusError, StreamError, lean_eligible
+from ...transport.http import DEFAULT_MAX_CONNECTIONS
 from ...transport.perloop import PerLoop
-from ..adapter import DEFAULT_TIMEOUT, ErrorBody, ProviderModel, check_retries, has_tool_search, idle_timeout
+from ...transport.retry import RetryPolicy
+from ..adapter import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    ErrorBody,
+    ProviderModel,
+    check_max_connections,
+    check_retries,
+    checked_headers,
+    has_tool_search,
+    idle_timeout,
+)
 from ..base import ModelRequest, ModelSettings
+from ..openai_chat.model import openai_headers
+from ..payloads import listening
 from .request import INPUT_KINDS, PROVIDER, ResponsesRequest
 from .response import read, read_error
-from .sdk import ResponsesChannel, close_client, make_client
-from .stream import Streamer
+from .stream import ResponsesClient, ResponsesStreamReader
 
-__all__ = ["OpenAIResponsesModel", "create"]
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
+    from .sdk import SdkChannel
+
+__all__ = ["PATH", "OpenAIResponsesModel", "create"]
+
+PATH = "/responses"
+_OPENAI_URL = "https://api.openai.com/v1"
 _NO_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-4o)")
 _OPTIONS = frozenset(
-    {"max_retries", "timeout", "reasoning", "include_reasoning", "client", "api_key_env", "native_tool_search"}
+    {
+        "max_retries",
+        "timeout",
+        "reasoning",
+        "include_reasoning",
+        "client",
+        "api_key_env",
+        "default_headers",
+        "transport",
+        "max_connections",
+        "native_tool_search",
+    }
 )
 
 
@@ -47,26 +82,66 @@ def create(
 ) -> OpenAIResponsesModel:
     """Registry factory for ``"openai-responses:<model>"``.
 
-    Options: ``max_retries`` (default 2, done by the SDK, honouring ``Retry-After``), ``timeout``
+    Options: ``max_retries`` (default 2, honouring ``Retry-After`` as the SDK does), ``timeout``
     (seconds without a byte), ``reasoning`` (the request's ``reasoning`` object, e.g.
     ``{"effort": "low", "summary": "auto"}``), ``include_reasoning`` (request encrypted reasoning;
-    default: on unless the model name starts with gpt-4/gpt-3.5), ``client`` (a ready
-    ``AsyncOpenAI``), ``api_key_env`` (the key variable, ``OPENAI_API_KEY``),
-    ``native_tool_search`` (the hosted ``tool_search`` for ``Agent(tool_search=...)``; default:
-    gpt-5.4 and later).
+    default: on unless the model name starts with gpt-4/gpt-3.5), ``default_headers``,
+    ``max_connections`` (the pool's cap, default 1000 as the SDK's), ``client`` (a ready
+    ``AsyncOpenAI``, which makes the key and URL arguments unused), ``api_key_env`` (the key
+    variable, ``OPENAI_API_KEY``) and ``transport`` (``"lean"``, the default, or ``"sdk"``: see
+    the module docstring), ``native_tool_search`` (the hosted ``tool_search`` for
+    ``Agent(tool_search=...)``; default: gpt-5.4 and later).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise ConfigurationError(f"unknown option(s) for {provider!r} models: {', '.join(unknown)}")
-    return OpenAIResponsesModel(
-        model_name, base_url=base_url, api_key=api_key, settings=settings, provider=provider, **options
-    )
+    transport = options.pop("transport", "lean")
+    if transport not in ("lean", "sdk"):
+        raise ConfigurationError(f"transport must be 'lean' or 'sdk', not {transport!r}")
+    common: dict[str, Any] = {
+        "settings": settings,
+        "provider": provider,
+        "reasoning": options.pop("reasoning", None),
+        "include_reasoning": options.pop("include_reasoning", None),
+        "native_tool_search": options.pop("native_tool_search", None),
+    }
+    client = options.pop("client", None)
+    if client is not None:
+        return OpenAIResponsesModel(model_name, client=client, **common)
+    key_env = options.get("api_key_env") or "OPENAI_API_KEY"
+    key = api_key or os.environ.get(key_env)
+    if not key:
+        raise ConfigurationError(f"no OpenAI API key: pass api_key=... or set {key_env} in the environment")
+    max_retries = check_retries(options.get("max_retries", 2))
+    idle = idle_timeout(options.get("timeout", DEFAULT_TIMEOUT))
+    connect = min(idle, DEFAULT_CONNECT_TIMEOUT)
+    headers = options.get("default_headers")
+    cap = check_max_connections(options.get("max_connections"))
+    url = base_url or _OPENAI_URL
+    sent = checked_headers(provider, openai_headers({"Authorization": f"Bearer {key}"}, headers), key)
+    if transport == "lean" and lean_eligible(url):
+        lean = ResponsesClient(
+            url,
+            sent,
+            retry=RetryPolicy(max_retries),
+            connect_timeout=connect,
+            read_timeout=idle,
+            attempt_header="x-stainless-retry-count",
+            max_connections=cap or DEFAULT_MAX_CONNECTIONS,
+        )
+        return OpenAIResponsesModel(model_name, lean=lean, secret=key, **common)
+    from .sdk import client_factory
+
+    factory = client_factory(key, base_url, max_retries, idle, connect, headers, cap)
+    return OpenAIResponsesModel(model_name, client=factory(), client_factory=factory, **common)
 
 
 class OpenAIResponsesModel(ProviderModel):
-    """An OpenAI model behind the ``Model`` protocol, through ``client.responses.create``.
+    """An OpenAI model behind the Responses API (``POST {base_url}/responses``).
 
-    The API key is ``api_key``, else ``OPENAI_API_KEY``.
+    Streams when ``respond`` gets an ``on_event`` handler (or ``settings.stream`` is True) and
+    makes a plain request otherwise. ``client`` is an ``AsyncOpenAI`` (its key, base URL, retries
+    and timeout are used as they are); without one, use :func:`create` (or ``get_model``).
     """
 
     input_kinds = INPUT_KINDS
@@ -75,16 +150,14 @@ class OpenAIResponsesModel(ProviderModel):
         self,
         model_name: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        client_factory: Callable[[], AsyncOpenAI] | None = None,
+        lean: ResponsesClient | None = None,
+        secret: str | None = None,
         settings: ModelSettings | None = None,
         provider: str = PROVIDER,
-        max_retries: int = 2,
-        timeout: float = DEFAULT_TIMEOUT,
         reasoning: Mapping[str, Any] | None = None,
         include_reasoning: bool | None = None,
-        client: openai.AsyncOpenAI | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
         native_tool_search: bool | None = None,
     ):
         self._native_tool_search = has_tool_search("openai", model_name, native_tool_search)
@@ -95,39 +168,48 @@ class OpenAIResponsesModel(ProviderModel):
             include=["reasoning.encrypted_content"] if include_reasoning else None,
             reasoning=dict(reasoning) if reasoning else None,
         )
-        if client is None:
-            make = functools.partial(
-                make_client,
-                api_key or os.environ.get(api_key_env),
-                api_key_env,
-                base_url,
-                check_retries(max_retries),
-                idle_timeout(timeout),
-            )
-            channel = ResponsesChannel(PerLoop(make(), make, close_client))
+        channel: ResponsesClient | SdkChannel
+        if lean is not None:
+            channel = lean
+        elif client is not None:
+            from .sdk import SdkChannel, close_client
+
+            channel = SdkChannel(PerLoop(client, client_factory, close_client))
+            secret = channel.secret
         else:
-            channel = ResponsesChannel(PerLoop(client, None, close_client))
-        self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=channel.secret)
-        self._channel: ResponsesChannel = channel
+            raise ConfigurationError("OpenAIResponsesModel needs an AsyncOpenAI client (or use get_model)")
+        self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=secret)
+        self._channel: ResponsesClient | SdkChannel = channel
 
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        params = self._request.params(request, settings)
-        self._sent({**params, "stream": True} if stream else params)
+        body = self._request.params(request, settings)
+        if stream:
+            body["stream"] = True
+        self._sent(body)
+        # Encoded now (on the lean path), and the dicts let go while the answer is awaited.
+        payload = self._channel.encode(body)
+        del body
         if not stream:
-            response = await self._channel.create(params)
-            self._received(response)
-            return read(response)
-        events = await self._channel.create_stream(params)
+            data = await self._channel.post_json(PATH, payload)
+            self._received(data)
+            return read(data)
+        events = await self._channel.post_stream(PATH, payload)
+        reader = ResponsesStreamReader(on_event)
         try:
-            return await Streamer(on_event).run(self._tapped(events))
+            if not listening():
+                await events.read(reader.feed_all)
+            else:
+                async for event in self._tapped(aiter(events)):
+                    reader.feed(event)
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
             self._fail(exc, 1)
         finally:
             await events.close()
+        return reader.result()
 
     @property
     def native_output(self) -> bool:

@@ -55,7 +55,7 @@ class ResponsesRequest:
         self._reasoning = reasoning
 
     def params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
-        """The ``responses.create`` arguments for ``request`` with the merged ``settings``."""
+        """The request body for ``request`` with the merged ``settings`` (``settings.extra`` included)."""
         if settings.stop is not None or settings.seed is not None:
             raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
         instructions, items = _input(request.messages, self.model, request.tool_search)
@@ -89,8 +89,8 @@ class ResponsesRequest:
             if value is not None:
                 params[name] = value
         params.update(_cache_key(request, settings))
-        if settings.extra:
-            params["extra_body"] = dict(settings.extra)
+        if settings.extra:  # over the body, as the SDK's extra_body goes
+            params.update(settings.extra)
         return params
 
 

@@ -1,10 +1,13 @@
-"""Reading a Responses API answer (the plain ``Response`` or a stream's terminal one) into one result."""
+"""Reading a Responses API answer (the plain body, or a stream's terminal ``response``) into one result.
+
+The answer is read as the parsed wire JSON, whichever transport brought it, so both give the
+same response for the same bytes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
-
-from openai.types.responses import Response
 
 from ...errors import ModelResponseError, ProviderError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
@@ -18,72 +21,104 @@ from .request import PROVIDER
 __all__ = ["read", "read_error"]
 
 
-def read(response: Response) -> ModelResponse:
-    """The neutral response for a complete ``Response`` (the plain body or the stream's last event)."""
-    if response.status == "failed":
-        raise _failure(response)
+def read(data: Any) -> ModelResponse:
+    """The neutral response for a complete ``Response`` object (the plain body or the stream's last event's)."""
+    if not isinstance(data, dict) or not isinstance(data.get("output"), list):
+        raise ModelResponseError("the Responses API answered without an output list", provider=PROVIDER, body=data)
+    if data.get("status") == "failed":
+        raise _failure(data)
     text: list[str] = []
     refusal: list[str] = []
     thinking: list[ThinkingPart] = []
     reasoning: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
-    for item in response.output:
-        if item.type == "message":
-            for content in item.content:
-                if content.type == "output_text":
-                    text.append(content.text)
-                elif content.type == "refusal":
-                    refusal.append(content.refusal)
-        elif item.type == "function_call":
-            if item.status in (None, "completed"):  # a call cut off by the token limit never runs
-                calls.append(ToolCall(item.call_id, item.name, item.arguments or "{}"))
-        elif item.type == "reasoning":
-            # A summary (OpenAI), else the reasoning text itself (gpt-oss on LM Studio or vLLM).
-            thought = "\n\n".join(s.text for s in item.summary) or "".join(c.text for c in item.content or ())
-            if thought:
-                thinking.append(ThinkingPart(thought, provider=PROVIDER))
-            if item.encrypted_content or item.content:  # what the server needs back to go on
-                reasoning.append(item.model_dump(mode="json", exclude_none=True, exclude={"status"}))
+    for item in data["output"]:
+        kind = item.get("type")
+        if kind == "message":
+            for content in item.get("content") or ():
+                part = content.get("type")
+                if part == "output_text":
+                    text.append(content.get("text") or "")
+                elif part == "refusal":
+                    refusal.append(content.get("refusal") or "")
+        elif kind == "function_call":
+            if item.get("status") in (None, "completed"):  # a call cut off by the token limit never runs
+                calls.append(ToolCall(item.get("call_id"), item.get("name"), item.get("arguments") or "{}"))
+        elif kind == "reasoning":
+            _reasoning(item, thinking, reasoning)
     return ModelResponse(
         "".join(text),
         tuple(calls),
-        _stop_reason(response, bool(calls), bool(refusal)),
-        _usage(response, len(calls)),
+        _stop_reason(data, bool(calls), bool(refusal)),
+        _usage(data.get("usage"), len(calls)),
         thinking=tuple(thinking),
         refusal="".join(refusal) or None,
-        model=response.model,
-        provider_data=_provider_data(response, reasoning),
-        response_id=response.id or None,
+        model=data.get("model"),
+        provider_data=_provider_data(data["output"], reasoning),
+        response_id=data.get("id") or None,
     )
 
 
 _SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
 
 
-def _provider_data(response: Response, reasoning: list[dict[str, Any]]) -> dict[str, Any]:
+def _provider_data(output: list[Any], reasoning: list[dict[str, Any]]) -> dict[str, Any]:
     """What goes back with the answer: its reasoning items or, when the provider's tool search
     ran, its reasoning and search items in their order ("items"), and the tools the search loaded."""
-    if not any(item.type in _SEARCH_ITEMS for item in response.output):
+    if not any(item.get("type") in _SEARCH_ITEMS for item in output):
         return {PROVIDER: {"reasoning": reasoning}} if reasoning else {}
     kept: list[dict[str, Any]] = []
     loaded: list[str] = []
-    for item in response.output:
-        if item.type == "reasoning" and (item.encrypted_content or item.content):
-            kept.append(item.model_dump(mode="json", exclude_none=True, exclude={"status"}))
-        elif item.type == "tool_search_call":
-            kept.append(item.model_dump(mode="json", exclude_none=True))
-        elif item.type == "tool_search_output":
-            kept.append(item.model_dump(mode="json", exclude_none=True))
-            loaded.extend(t.name for t in item.tools if t.type == "function" and t.name not in loaded)
+    for item in output:
+        kind = item.get("type")
+        if kind == "reasoning" and (item.get("encrypted_content") or item.get("content")):
+            kept.append(_sent_back(item))
+        elif kind == "tool_search_call":
+            kept.append(_without_none(item))
+        elif kind == "tool_search_output":
+            kept.append(_without_none(item))
+            for tool in item.get("tools") or ():
+                name = tool.get("name")
+                if tool.get("type") == "function" and name not in loaded:
+                    loaded.append(name)
     data: dict[str, Any] = {PROVIDER: {"items": kept}}
     if loaded:
         data[TOOL_SEARCH_KEY] = {"loaded": loaded}
     return data
 
 
-def _stop_reason(response: Response, has_calls: bool, refused: bool) -> StopReason:
-    if response.status == "incomplete":
-        reason = response.incomplete_details.reason if response.incomplete_details else None
+def _reasoning(item: dict[str, Any], thinking: list[ThinkingPart], reasoning: list[dict[str, Any]]) -> None:
+    """A reasoning item's thought (its summary, else its reasoning text: gpt-oss on LM Studio or
+    vLLM) and, when it carries what the server needs back to go on, the item to send back."""
+    summary = item.get("summary") or ()
+    content = item.get("content") or ()
+    thought = "\n\n".join(s.get("text") or "" for s in summary) or "".join(c.get("text") or "" for c in content)
+    if thought:
+        thinking.append(ThinkingPart(thought, provider=PROVIDER))
+    if item.get("encrypted_content") or content:
+        reasoning.append(_sent_back(item))
+
+
+def _sent_back(item: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning item as it is sent back: no null fields, no status (an input item takes none)."""
+    kept: dict[str, Any] = _without_none(item)
+    kept.pop("status", None)
+    return kept
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` without the fields that are null, at every depth (as the item would be sent back)."""
+    if isinstance(value, dict):
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    return value
+
+
+def _stop_reason(data: dict[str, Any], has_calls: bool, refused: bool) -> StopReason:
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
         if reason == "content_filter":
             return StopReason.REFUSAL
         return StopReason.MAX_TOKENS
@@ -92,25 +127,32 @@ def _stop_reason(response: Response, has_calls: bool, refused: bool) -> StopReas
     return StopReason.TOOL_USE if has_calls else StopReason.END_TURN
 
 
-def _usage(response: Response, tool_calls: int) -> Usage:
-    usage = response.usage
-    if usage is None:
+def _usage(usage: Any, tool_calls: int) -> Usage:
+    if not isinstance(usage, Mapping):
         return Usage(tool_calls=tool_calls)
+    inputs = usage.get("input_tokens_details")
+    outputs = usage.get("output_tokens_details")
     return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
         tool_calls=tool_calls,
-        cache_read_tokens=usage.input_tokens_details.cached_tokens or 0,
-        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+        cache_read_tokens=(inputs.get("cached_tokens") or 0) if isinstance(inputs, Mapping) else 0,
+        reasoning_tokens=(outputs.get("reasoning_tokens") or 0) if isinstance(outputs, Mapping) else 0,
     )
 
 
-def _failure(response: Response) -> ProviderError:
-    error = response.error
-    if error is None:
+def _failure(data: dict[str, Any]) -> ProviderError:
+    error = data.get("error")
+    if not isinstance(error, dict):
         return ModelResponseError("OpenAI response failed without an error", provider=PROVIDER)
-    body = error.model_dump(mode="json")
-    return provider_error(PROVIDER, status=None, codes=[error.code], message=error.message, body=body)
+    message = error.get("message")
+    return provider_error(
+        PROVIDER,
+        status=None,
+        codes=[error.get("code")],
+        message=message if isinstance(message, str) else "",
+        body=error,
+    )
 
 
 def read_error(error: StatusError | StreamError) -> ErrorBody:

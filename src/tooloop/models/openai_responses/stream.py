@@ -1,83 +1,209 @@
-"""Reading a streamed Responses API answer: deltas to the listener, the terminal event's response as the result."""
+"""Reading a streamed Responses API answer: deltas to the listener, the terminal event's response as the result.
+
+The events arrive as parsed JSON objects, whichever transport split them: :class:`ResponsesEvents`
+on the lean transport (every event of a network read in one list), the SDK fallback's stream
+(:mod:`.sdk`) one at a time. :class:`ResponsesStreamReader` turns them into listener events and,
+from the terminal ``response.completed`` (``.incomplete``, ``.failed``) event, the response.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, cast
-
-from openai.types.responses import Response
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import StreamError
+from ...transport.client import Client, StreamError, loads
+from ...transport.http import Response
+from ...transport.sse import SSEDecoder
 from .request import PROVIDER
 from .response import read
 
-__all__ = ["Streamer"]
+__all__ = ["ResponsesClient", "ResponsesEvents", "ResponsesStreamReader"]
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_THINKING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+_CALL_ITEM = frozenset({"response.output_item.added", "response.output_item.done"})
+_TEXT = -1
+_THOUGHT = -2
+"""The delta being gathered is answer text (``_TEXT``), reasoning (``_THOUGHT``), else a call's position."""
 
 
-class Streamer:
-    """Forwards stream deltas to ``on_event`` and returns the response of the terminal event.
+class ResponsesStreamReader:
+    """Forwards stream deltas to ``on_event`` and keeps the response of the terminal event.
+
+    Feed it each event (:meth:`feed`) or the events of each network read (:meth:`feed_all`:
+    consecutive pieces of the text, the reasoning, or one call's arguments among them go to the
+    listener as one delta), then take :meth:`result`.
 
     A call's ``ToolCallDelta`` events, joined, are its arguments even from servers that send them
     only when the call is done (LM Studio: ``function_call_arguments.done`` and the finished
     ``output_item.done``, no ``.delta`` events): what the deltas have not said yet is sent then.
     """
 
-    def __init__(self, on_event: EventHandler | None):
-        self.on_event = on_event
-        self.call_index: dict[int, int] = {}
-        self.said: dict[int, str] = {}
+    __slots__ = ("_call_index", "_final", "_on_event", "_said", "_span", "_span_parts")
+
+    def __init__(self, on_event: EventHandler | None) -> None:
+        self._on_event = on_event
+        self._final: ModelResponse | None = None
+        self._call_index: dict[Any, int] = {}
+        self._said: dict[Any, str] = {}
         """The arguments text sent so far for each call, by output index."""
+        self._span = 0
+        self._span_parts: list[str] = []
 
-    async def run(self, events: AsyncIterator[Any]) -> ModelResponse:
-        """Read the stream to its end (so its connection goes back to the pool) and return the response."""
-        final: ModelResponse | None = None
-        async for event in events:
-            if final is None:
-                final = self._event(event)
-        if final is None:
+    def feed(self, event: Any) -> None:
+        """Take one event."""
+        self.feed_all((event,))
+
+    def feed_all(self, events: Iterable[Any]) -> None:
+        """Take the events of one network read, in order."""
+        try:
+            for event in events:
+                if self._final is None:
+                    self._event(event)
+        finally:
+            if self._span_parts:
+                self._flush()
+
+    def result(self) -> ModelResponse:
+        """The response; :class:`ProviderConnectionError` when the stream ended before its terminal event."""
+        if self._final is None:
             raise ProviderConnectionError("the OpenAI stream ended before the response finished", provider=PROVIDER)
-        return final
+        return self._final
 
-    def _event(self, event: Any) -> ModelResponse | None:
-        # ``event`` is one member of the SDK's ResponseStreamEvent union, told apart by ``type``.
-        kind = event.type
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
-            return read(cast(Response, event.response))
+    def _event(self, event: Any) -> None:
+        kind = event.get("type")
+        if kind == "response.output_text.delta":  # the usual event first
+            if self._on_event is not None:
+                self._gather(_TEXT, event.get("delta"))
+        elif kind in _TERMINAL or kind == "error" or event.get("error"):
+            self._end(kind, event)
+        elif self._on_event is not None:
+            self._delta(kind, event)
+
+    def _end(self, kind: Any, event: dict[str, Any]) -> None:
+        """The terminal event's response, or the error the stream reported."""
+        error = event.get("error")
+        if error:  # an error object in place of an event, as the SDK reads it
+            raise StreamError(error)
         if kind == "error":
-            raise StreamError(event.model_dump(mode="json"))
-        on_event = self.on_event
-        if on_event is None:
-            return None
-        if kind == "response.output_text.delta":
-            on_event(TextDelta(event.delta))
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            on_event(ThinkingDelta(event.delta))
+            raise StreamError(event)
+        self._final = read(event.get("response"))
+
+    def _delta(self, kind: Any, event: dict[str, Any]) -> None:
+        if kind in _THINKING:
+            self._gather(_THOUGHT, event.get("delta"))
         elif kind == "response.function_call_arguments.delta":
-            index = self.call_index.get(event.output_index)
-            if index is not None:
-                self.said[event.output_index] += event.delta
-                on_event(ToolCallDelta(index, arguments_delta=event.delta))
+            output_index = event.get("output_index")
+            index = self._call_index.get(output_index)
+            delta = event.get("delta")
+            if index is not None and delta:
+                self._said[output_index] += delta
+                self._gather(index, delta)
         elif kind == "response.function_call_arguments.done":
-            self._finish(event.output_index, event.arguments, on_event)
-        elif kind in ("response.output_item.added", "response.output_item.done") and event.item.type == "function_call":
-            if event.output_index not in self.call_index:
-                self._open(event.output_index, event.item, on_event)
-            elif kind == "response.output_item.done":
-                self._finish(event.output_index, event.item.arguments, on_event)
-        return None
+            self._finish(event.get("output_index"), event.get("arguments"))
+        elif kind in _CALL_ITEM:
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                self._call_item(kind, event.get("output_index"), item)
 
-    def _open(self, output_index: int, item: Any, on_event: EventHandler) -> None:
-        index = self.call_index[output_index] = len(self.call_index)
-        arguments = self.said[output_index] = item.arguments or ""
-        on_event(ToolCallDelta(index, item.call_id, item.name, arguments))
+    def _call_item(self, kind: str, output_index: Any, item: dict[str, Any]) -> None:
+        if output_index not in self._call_index:
+            self._open(output_index, item)
+        elif kind == "response.output_item.done":
+            self._finish(output_index, item.get("arguments"))
 
-    def _finish(self, output_index: int, arguments: str | None, on_event: EventHandler) -> None:
-        """The call's whole arguments arrived: send the part the deltas have not said."""
-        said = self.said.get(output_index)
-        if said is None or not arguments or len(arguments) <= len(said) or not arguments.startswith(said):
+    def _gather(self, span: int, piece: Any) -> None:
+        if not piece:
             return
-        self.said[output_index] = arguments
-        on_event(ToolCallDelta(self.call_index[output_index], arguments_delta=arguments[len(said) :]))
+        if self._span != span and self._span_parts:
+            self._flush()
+        self._span = span
+        self._span_parts.append(piece)
+
+    def _flush(self) -> None:
+        """Send the delta being gathered."""
+        assert self._on_event is not None
+        parts = self._span_parts
+        self._span_parts = []
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+        span = self._span
+        if span == _TEXT:
+            self._on_event(TextDelta(text))
+        elif span == _THOUGHT:
+            self._on_event(ThinkingDelta(text))
+        else:
+            self._on_event(ToolCallDelta(span, arguments_delta=text))
+
+    def _emit(self, event: ToolCallDelta) -> None:
+        assert self._on_event is not None
+        if self._span_parts:
+            self._flush()
+        self._on_event(event)
+
+    def _open(self, output_index: Any, item: dict[str, Any]) -> None:
+        index = self._call_index[output_index] = len(self._call_index)
+        arguments = self._said[output_index] = item.get("arguments") or ""
+        self._emit(ToolCallDelta(index, item.get("call_id"), item.get("name"), arguments))
+
+    def _finish(self, output_index: Any, arguments: Any) -> None:
+        """The call's whole arguments arrived: send the part the deltas have not said."""
+        said = self._said.get(output_index)
+        if said is None or not isinstance(arguments, str) or len(arguments) <= len(said):
+            return
+        if not arguments.startswith(said):
+            return
+        self._said[output_index] = arguments
+        self._emit(ToolCallDelta(self._call_index[output_index], arguments_delta=arguments[len(said) :]))
+
+
+class ResponsesEvents:
+    """The events of one streamed answer on the lean transport, each parsed once.
+
+    Read them with :meth:`read` (the events of each network read handed over together, the
+    cheaper way) or by iterating. A stream read to its end gives its connection back to the
+    pool; :meth:`close` drops it otherwise.
+    """
+
+    __slots__ = ("_decoder", "_response")
+
+    def __init__(self, response: Response) -> None:
+        self._response = response
+        self._decoder = SSEDecoder()
+
+    async def read(self, take: Callable[[list[Any]], None]) -> None:
+        """Call ``take`` with the events of each network read, in order, until the end of the body."""
+        response = self._response
+        while piece := await response.piece():
+            events = self._decode(piece)
+            if events:
+                take(events)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        async for piece in self._response.iter_bytes():
+            for event in self._decode(piece):
+                yield event
+
+    def _decode(self, piece: bytes) -> list[Any]:
+        return [loads(data) for data in _datas(self._decoder.data(piece))]
+
+    async def close(self) -> None:
+        """Drop the connection unless the body was read to its end (then it is back in the pool)."""
+        self._response.close()
+
+
+def _datas(datas: list[bytes]) -> Iterator[bytes]:
+    for data in datas:
+        if data.startswith(b"[DONE]"):  # not part of the Responses API; an end all the same
+            return
+        yield data
+
+
+class ResponsesClient(Client):
+    """The lean transport's client, with the Responses API stream."""
+
+    async def post_stream(self, path: str, body: Any) -> ResponsesEvents:
+        """Send an encoded body asking for a stream; its events."""
+        return ResponsesEvents(await self.post(path, body))
