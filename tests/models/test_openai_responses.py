@@ -1,4 +1,4 @@
-"""The OpenAI Responses adapter against a local server speaking the Responses wire format."""
+"""The OpenAI Responses adapter against a local server speaking the Responses wire format, on both transports."""
 
 from __future__ import annotations
 
@@ -47,16 +47,20 @@ REASONING = {
 }
 
 _OPEN: list[OpenAIResponsesModel] = []
+_TRANSPORT = ["lean"]
 
 
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
+@pytest.fixture(autouse=True, params=["lean", "sdk"])
+async def _transport(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Every test of this module runs on both transports; the models it made are closed at its end."""
+    _TRANSPORT[0] = request.param
     yield
     while _OPEN:
         await _OPEN.pop().aclose()
 
 
 def model(wire: WireServer, name: str = MODEL, **options: Any) -> OpenAIResponsesModel:
+    options.setdefault("transport", _TRANSPORT[0])
     made = get_model(f"openai-responses:{name}", base_url=f"{wire.url}/v1", api_key="sk-test", **options)
     assert isinstance(made, OpenAIResponsesModel)
     _OPEN.append(made)
