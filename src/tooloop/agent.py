@@ -200,6 +200,10 @@ class Agent:
         plain, sources = _split_tools(tools)
         return self._copy(tools=self._options.tools + plain, sources=self._options.sources + sources)
 
+    def with_tool_sources(self, *sources: ToolSource) -> Agent:
+        """A copy whose tool sources (MCP servers) are ``sources``, in place of its own."""
+        return self._copy(sources=tuple(sources))
+
     def with_limits(self, limits: Limits | None = None, **changes: Any) -> Agent:
         """A copy with other limits, or with some fields of the current limits changed."""
         base = limits if limits is not None else self._options.limits

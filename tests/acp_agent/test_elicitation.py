@@ -1,12 +1,14 @@
 """An MCP server's question to the user (elicitation) goes to the editor: the official ACP SDK client
 talks to ``tooloop acp``, whose session runs the MCP server of ``tests/mcp/hostile_server.py``
-(built with the official MCP SDK)."""
+(built with the official MCP SDK), given by the client or declared in the agent's ``tooloop.toml``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import acp
@@ -139,3 +141,59 @@ async def test_without_elicitation_a_page_to_open_is_a_permission_request_naming
     await _run(client, wire, "ask_login", elicitation=None)
     assert _tool_result(wire) == "login: accept"
     assert "https://example.com/login" in (client.permissions[-1].tool_call.title or "")
+
+
+def _agent_file(folder: Path) -> None:
+    """A ``tooloop.toml`` whose agent has the eliciting server as its own (no prefix on its tools)."""
+    (folder / "tooloop.toml").write_text(
+        "[mcp_servers.host]\n"
+        f"command = {json.dumps(need(PEER_PYTHON))}\n"
+        f"args = [{json.dumps(str(HOSTILE_SERVER))}]\n\n"
+        "[agents.helper]\n"
+        'model = "openai:gpt-4.1-mini"\n'
+        'mcp_servers = ["host"]\n'
+    )
+
+
+async def _run_agent_of_file(
+    client: RecordingClient, wire: WireServer, folder: Path, tool: str, *, elicitation: Any
+) -> tuple[str, str]:
+    """Two sessions of ``tooloop acp --agent helper``; a prompt in the second calls ``tool`` of
+    the agent's own server. The two session ids."""
+    _agent_file(folder)
+    wire.queue(tool_reply(("c1", tool, "{}")), text_reply("done"))
+    command = [sys.executable, "-m", "tooloop.acp", "--agent", "helper"]
+    async with acp.spawn_agent_process(
+        client, command[0], *command[1:], env=agent_env(wire), cwd=folder, use_unstable_protocol=True
+    ) as (conn, _):
+        capabilities = schema.ClientCapabilities(elicitation=elicitation)
+        await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=capabilities), TIMEOUT)
+        idle, calling = [
+            (await asyncio.wait_for(conn.new_session(cwd=str(folder), mcp_servers=[]), TIMEOUT)).session_id
+            for _ in range(2)
+        ]
+        assert await prompt(conn, calling, "go") == "end_turn"
+    return idle, calling
+
+
+async def test_a_server_of_the_agents_own_tooloop_toml_fills_its_form_in_the_session_calling_it(
+    wire: WireServer, tmp_path: Path
+) -> None:
+    client = FormClient(forms=[{"name": "Ada"}])
+    _, calling = await _run_agent_of_file(client, wire, tmp_path, "ask_name", elicitation=FORMS)
+    assert _tool_result(wire) == "hello Ada"
+    ((message, mode),) = client.asked_forms
+    assert message == "What is your name?"
+    assert isinstance(mode, schema.ElicitationFormSessionMode)
+    assert mode.session_id == calling and mode.tool_call_id == "c1"
+
+
+async def test_a_server_of_the_agents_own_tooloop_toml_asks_yes_or_no_as_a_permission_request(
+    wire: WireServer, tmp_path: Path
+) -> None:
+    client = RecordingClient(answers=["accept"])
+    idle, calling = await _run_agent_of_file(client, wire, tmp_path, "ask_consent", elicitation=None)
+    assert _tool_result(wire) == "consent: accept"
+    (question,) = client.permissions
+    assert question.session_id == calling and question.tool_call.title == "host asks: May I clear the cache?"
+    assert client.of(idle) == []  # nothing shown in the session that called nothing

@@ -267,3 +267,19 @@ async def test_a_declined_elicitation_and_no_handler_at_all() -> None:
         await unable.aclose()
     assert declined.transcript.tool_invocations[0].content == "no name: decline"
     assert refused.transcript.tool_invocations[0].status is ToolCallStatus.ERROR  # the server was told: not supported
+
+
+async def test_a_server_given_an_elicitation_handler_later_asks_it_and_the_original_still_cannot() -> None:
+    unable = hostile()
+    answering = unable.with_elicitation(lambda question: ElicitationAnswer("accept", {"name": "Ada"}))
+    assert unable.elicitation is None and answering.elicitation is not None
+    model = ScriptedModel([calls(("ask_name", {})), "ok", calls(("ask_name", {})), "ok"])
+    try:
+        answered = await Agent(model, tools=[answering]).run("go")
+        refused = await Agent(model, tools=[unable]).run("go")
+        assert answering.pid != unable.pid  # a process of its own
+    finally:
+        await answering.aclose()
+        await unable.aclose()
+    assert answered.transcript.tool_invocations[0].content == "hello Ada"
+    assert refused.transcript.tool_invocations[0].status is ToolCallStatus.ERROR

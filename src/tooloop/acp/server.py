@@ -21,24 +21,27 @@ import logging
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import acp
 from acp import RequestError, schema
 from acp.interfaces import Client
 
 from ..agent import Agent
-from ..errors import SessionNotFoundError, ToolloopError
+from ..errors import ConfigurationError, SessionNotFoundError, ToolloopError
 from ..messages import UserPart
 from ..models.inputs import input_kinds
 from ..models.profiles import DEFAULT_PROFILE, profile_for
 from ..store.base import SessionInfo, Store
 from ..tools.tool import Tool
 from . import updates
-from .elicit import ClientAsker
+from .elicit import ClientAsker, ElicitationRefused
 from .prompt import prompt_content
 from .session import McpServerSpec, Session, SessionTools
 from .turn import Turn
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when the agent or a session has MCP servers
+    from ..mcp import Elicitation, ElicitationAnswer
 
 __all__ = ["AcpServer"]
 
@@ -56,7 +59,7 @@ class AcpServer:
     """
 
     def __init__(self, agent: Agent, *, store: Store | None = None, tools: SessionTools | None = None):
-        self._agent = agent
+        self._agent = self._asking_in_sessions(agent)
         self._store = store
         self._tools = tools or SessionTools()
         self._sessions: dict[str, Session] = {}
@@ -72,6 +75,39 @@ class AcpServer:
         if self._conn is None:  # pragma: no cover - the SDK connects before any request
             raise RequestError.internal_error({"details": "not connected"})
         return self._conn
+
+    def _asking_in_sessions(self, agent: Agent) -> Agent:
+        """``agent`` whose own MCP servers (a ``tooloop.toml`` agent's), when nothing answers
+        their questions to the user, ask the editor in the session calling them (copies of them,
+        not started yet, stand in for them)."""
+        if not agent.tool_sources:
+            return agent
+        try:
+            from ..mcp import MCPServer
+        except ConfigurationError:  # no MCP SDK: none of the sources is an MCP server
+            return agent
+        sources = [
+            source.with_elicitation(self._ask_in_session)
+            if isinstance(source, MCPServer) and source.elicitation is None
+            else source
+            for source in agent.tool_sources
+        ]
+        if all(new is old for new, old in zip(sources, agent.tool_sources, strict=True)):
+            return agent
+        return agent.with_tool_sources(*sources)
+
+    async def _ask_in_session(self, question: Elicitation) -> ElicitationAnswer:
+        """A question of one of the agent's own MCP servers, which every session shares: asked
+        through the session whose running turn is calling that server, as a client's server is."""
+        asking = [s for s in self._sessions.values() if s.running(question.server)]
+        if len(asking) > 1:
+            raise ElicitationRefused(
+                f"{len(asking)} sessions are calling {question.server!r} at once; the one that asks cannot be told"
+            )
+        ask = asking[0].ask if asking else None
+        if ask is None:
+            raise ElicitationRefused(f"no session is calling {question.server!r} now; there is nobody to ask")
+        return await ask(question)
 
     # ------------------------------------------------------------------ handshake
 

@@ -102,7 +102,11 @@ class Session:
         """The running turn's run, while it runs (steering messages go to it)."""
         self.spent = Usage()
         """What the session's turns used and cost so far (a loaded session starts from its stored totals)."""
+        self.ask: ClientAsker | None = None
+        """Puts the questions of MCP servers to the user (elicitation) to this session's client."""
         self._sources = tuple(sources)
+        self._owners: dict[str, str] = {}
+        """Tool name -> the name of the tool source (MCP server) offering it, as last listed."""
 
     @classmethod
     async def open(
@@ -124,11 +128,15 @@ class Session:
         session = cls(session_id, cwd, agent, sources, stored=stored)
         if ask is not None:
             ask.running = session.running
+            session.ask = ask
         return session
 
     def running(self, server: str) -> list[str]:
-        """The ids of the running turn's calls of the MCP server named ``server``."""
-        return self.turn.running(f"{server}__") if self.turn is not None else []
+        """The ids of the running turn's calls of the MCP server named ``server`` (the client's or
+        the agent's own)."""
+        if self.turn is None:
+            return []
+        return self.turn.running({tool for tool, owner in self._owners.items() if owner == server})
 
     @property
     def busy(self) -> bool:
@@ -163,13 +171,19 @@ class Session:
             self.history = transcript
 
     async def tool_map(self) -> Mapping[str, Tool]:
-        """The tools of the session by name, its MCP servers' included (for titles and kinds)."""
+        """The tools of the session by name, its MCP servers' included (for titles and kinds); which
+        server offers which tool is noted for :meth:`running`."""
         tools = {t.name: t for t in self.agent.tools}
+        owners: dict[str, str] = {}
         for source in self.agent.tool_sources:
             try:
-                tools.update((t.name, t) for t in await source.list_tools())
+                listed = await source.list_tools()
             except Exception as exc:  # a server that fails shows in the call's outcome instead
                 _log.warning("could not list the tools of %s: %s", source.name, exc)
+                continue
+            tools.update((t.name, t) for t in listed)
+            owners.update((t.name, source.name) for t in listed)
+        self._owners = owners
         return tools
 
     async def aclose(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any, assert_never
 
 from acp import RequestError, schema
@@ -111,9 +111,9 @@ class Turn:
             case _:
                 assert_never(event)
 
-    def running(self, prefix: str) -> list[str]:
-        """The ids of the calls running now whose tool name starts with ``prefix``."""
-        return [call_id for call_id, name in self._running.items() if name.startswith(prefix)]
+    def running(self, tools: Container[str]) -> list[str]:
+        """The ids of the calls running now of the tools named in ``tools``."""
+        return [call_id for call_id, name in self._running.items() if name in tools]
 
     async def _model_event(self, event: TextDelta | ThinkingDelta | ModelRequestStarted | ModelRequestFinished) -> None:
         match event:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -107,6 +108,7 @@ class MCPServer:
         self.approve: ApprovalPolicy = approve
         self.start_timeout = start_timeout
         self._sampling = _sampler(sampling) if sampling is not None else None
+        self._asker = elicitation
         self._elicitation = answer_with(name, elicitation) if elicitation is not None else None
         self._connection: Connection | None = None
         self._tools: tuple[Tool, ...] | None = None
@@ -146,6 +148,25 @@ class MCPServer:
     def name(self) -> str:
         """The server's name (in tool errors and messages)."""
         return self._name
+
+    @property
+    def elicitation(self) -> ElicitationHandler | None:
+        """What answers the server's questions to the user (None: the server is told nobody can)."""
+        return self._asker
+
+    def with_elicitation(self, handler: ElicitationHandler | None) -> MCPServer:
+        """A server like this one whose questions to the user go to ``handler``.
+
+        The copy is not started: it runs its own process (or HTTP session) on first use, and
+        this one goes on as it was. It is how a server built elsewhere (a ``tooloop.toml``
+        agent's) gets the asker of where it is served (``tooloop acp`` asks the editor).
+        """
+        server = copy.copy(self)
+        server._asker = handler
+        server._elicitation = answer_with(self._name, handler) if handler is not None else None
+        server._connection, server._tools = None, None
+        server._locks = weakref.WeakKeyDictionary()
+        return server
 
     @property
     def include(self) -> frozenset[str] | None:
