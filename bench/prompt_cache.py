@@ -7,6 +7,12 @@ later request already in the cache is read from it. Tokens are estimated at four
 The scripted model calls a tool on every turn (searching first when it has ``search_tools``), so
 the conversation is the same in every configuration; only what the requests carry changes.
 
+With the provider's own tool search (``ToolSearch(mode="native")``) the server also plays
+Anthropic's tool search tool: deferred tools are left out of the prompt, the scripted model
+searches in the same response as its call (``server_tool_use`` and ``tool_search_tool_result``),
+and the tools a result references are read where the result stands in the conversation, as
+Anthropic expands them; the tool list itself never changes.
+
     python bench/prompt_cache.py            # the table, per configuration
     python bench/prompt_cache.py --turns    # and the cached share of every request
 
@@ -104,8 +110,10 @@ def _blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
         plain = {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
         out.append((json.dumps(plain, sort_keys=True), marked))
 
-    for tool in body.get("tools", []):
-        add(tool)
+    tools = {t["name"]: t for t in body.get("tools", [])}
+    for tool in tools.values():
+        if not tool.get("defer_loading"):  # deferred tools are not in the prompt until a search loads them
+            add(tool)
     system = body.get("system")
     for block in system if isinstance(system, list) else ([{"type": "text", "text": system}] if system else []):
         add(block)
@@ -113,7 +121,47 @@ def _blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
         out.append((message["role"], False))
         for block in message["content"]:
             add(block)
+            for name in _referenced(block):  # the definitions a search loaded, read where it stands
+                out.append((json.dumps(tools[name], sort_keys=True), False))
     return out
+
+
+def _referenced(block: Any) -> list[str]:
+    if not isinstance(block, dict) or block.get("type") != "tool_search_tool_result":
+        return []
+    return [r["tool_name"] for r in block["content"]["tool_references"]]
+
+
+def _native_answer(body: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """The scripted model with Anthropic's tool search: it searches and calls in one response."""
+    tools = body["tools"]
+    if turn == 1 or turn == TURNS // 2:
+        topic = WORDS[(turn // 3) % len(WORDS)]
+        found = [t["name"] for t in tools if t.get("defer_loading") and t["name"].startswith(topic)][:5]
+        use = {
+            "type": "server_tool_use",
+            "id": f"srvtoolu_{turn:02d}",
+            "name": "tool_search_tool_bm25",
+            "input": {"query": f"{topic} records"},
+        }
+        references = [{"type": "tool_reference", "tool_name": name} for name in found]
+        result = {
+            "type": "tool_search_tool_result",
+            "tool_use_id": use["id"],
+            "content": {"type": "tool_search_tool_search_result", "tool_references": references},
+        }
+        call = {"name": found[0], "input": {"query": f"item {turn}", "page": 1 + turn % 3}}
+        return [use, result, {"type": "text", "text": f"Checking step {turn}."}, _use(turn, call)]
+    loaded = [t["name"] for t in tools if "type" not in t and not t.get("defer_loading")]
+    for message in body["messages"]:
+        for block in message["content"]:
+            loaded += _referenced(block)
+    call = {"name": loaded[turn % len(loaded)], "input": {"query": f"item {turn}", "page": 1 + turn % 3}}
+    return [{"type": "text", "text": f"Checking step {turn}."}, _use(turn, call)]
+
+
+def _use(turn: int, call: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{turn:02d}", **call}
 
 
 def _answer(body: dict[str, Any], turn: int) -> dict[str, Any]:
@@ -122,6 +170,8 @@ def _answer(body: dict[str, Any], turn: int) -> dict[str, Any]:
     if turn >= TURNS:
         content: list[dict[str, Any]] = [{"type": "text", "text": "All records checked; nothing is missing."}]
         return _message(content, "end_turn")
+    if "tool_search_tool_bm25" in names:
+        return _message(_native_answer(body, turn), "tool_use")
     searching = "search_tools" in names
     if searching and (turn == 1 or turn == TURNS // 2):
         topic = WORDS[(turn // 3) % len(WORDS)]
@@ -190,8 +240,9 @@ class Provider:
 CONFIGS = {
     "no cache, all tools": (ModelSettings(max_tokens=1024, cache="off"), None),
     "cache, all tools": (ModelSettings(max_tokens=1024), None),
-    "no cache, tool search": (ModelSettings(max_tokens=1024, cache="off"), ToolSearch()),
-    "cache + tool search": (ModelSettings(max_tokens=1024), ToolSearch()),
+    "no cache, tool search": (ModelSettings(max_tokens=1024, cache="off"), ToolSearch(mode="local")),
+    "cache + tool search": (ModelSettings(max_tokens=1024), ToolSearch(mode="local")),
+    "cache + native search": (ModelSettings(max_tokens=1024), ToolSearch(mode="native")),
 }
 
 
