@@ -42,10 +42,11 @@ from ..adapter import (
 )
 from ..base import ModelRequest, ModelSettings
 from ..error_table import timeout_error
+from ..payloads import listening
 from ..profiles import lookup_profile
 from .request import INPUT_KINDS, PROVIDER, build_body
 from .response import parse_message, read_error
-from .stream import AnthropicClient, read_stream
+from .stream import AnthropicClient, StreamReader
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -296,14 +297,20 @@ class AnthropicModel(ProviderModel):
         self, body: dict[str, Any], on_event: EventHandler | None, output_tool: str | None
     ) -> ModelResponse:
         events = await self._channel.post_stream(_PATH, body)
+        reader = StreamReader(on_event)
         try:
-            return await read_stream(self._tapped(aiter(events), _payload), on_event, output_tool)
+            if not listening():
+                await events.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
+            else:
+                async for event in self._tapped(aiter(events), _payload):
+                    reader.feed_all((event,))
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
             self._fail(exc, 1)
         finally:
             await events.close()
+        return reader.result(output_tool)
 
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
         return read_error(error)

@@ -106,6 +106,11 @@ class SdkEvents:
         async for sse in AsyncStream.raw_events(self._response):
             yield sse.event, sse.data.encode()
 
+    async def read(self, take: Callable[[list[tuple[str | None, bytes]]], None]) -> None:
+        """Call ``take`` with each event, in order, until the end of the body."""
+        async for event in self:
+            take([event])
+
     async def close(self) -> None:
         """Release the connection (read to the end or not)."""
         await self._response.aclose()

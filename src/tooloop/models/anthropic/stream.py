@@ -8,7 +8,7 @@ them; deltas become events only when somebody listens. An ``error`` event raises
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from ...errors import ProviderConnectionError
@@ -17,10 +17,10 @@ from ...messages import ModelResponse
 from ...transport.client import Client, StreamError, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
-from ...transport.sse import sse_events
+from ...transport.sse import SSEDecoder, sse_events
 from .response import PROVIDER, assemble
 
-__all__ = ["AnthropicClient", "LeanEvents", "read_stream"]
+__all__ = ["AnthropicClient", "LeanEvents", "StreamReader"]
 
 
 class _Block:
@@ -55,7 +55,20 @@ class _Block:
         return {**self.start, "input": joined} if self.parts and "input" in self.start else dict(self.start)
 
 
-class _StreamState:
+_TEXT = -1
+_THOUGHT = -2
+"""The delta being gathered is answer text (``_TEXT``), thinking (``_THOUGHT``), else a call's position."""
+
+
+class StreamReader:
+    """Reads a Messages API event stream into one response.
+
+    Feed it the ``(event name, JSON data)`` pairs of each network read (:meth:`feed_all`):
+    consecutive pieces of the text, the thinking, or one call's input among them go to the
+    listener as one delta. Then take :meth:`result`. An ``error`` event raises the transport's
+    :class:`~tooloop.transport.client.StreamError` (after the deltas before it went out).
+    """
+
     def __init__(self, on_event: EventHandler | None) -> None:
         self.on_event = on_event
         self.blocks: dict[int, _Block] = {}
@@ -67,6 +80,41 @@ class _StreamState:
         self.response_id: Any = None
         self.stop_sequence: Any = None
         self.stopped = False
+        self._span = 0
+        self._span_parts: list[str] = []
+
+    def feed_all(self, events: Iterable[tuple[str | None, bytes]]) -> None:
+        """Take the events of one network read, in order."""
+        try:
+            for name, raw in events:
+                if raw:
+                    self._event(name, loads(raw))
+        finally:
+            if self._span_parts:
+                self._flush()
+
+    def _event(self, name: str | None, data: Any) -> None:
+        kind = data.get("type") or name
+        if kind == "content_block_delta":
+            self.delta(data)
+        elif kind == "content_block_start":
+            self.start(data)
+        elif kind == "message_start":
+            self.message_start(data)
+        elif kind == "message_delta":
+            self.message_delta(data)
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "error":
+            raise StreamError(data)
+
+    def result(self, output_tool: str | None = None) -> ModelResponse:
+        """The response; :class:`ProviderConnectionError` when the stream ended before ``message_stop``."""
+        if not self.stopped:
+            raise ProviderConnectionError(
+                "the Anthropic stream ended before message_stop; the response is incomplete", provider=PROVIDER
+            )
+        return self.response(output_tool)
 
     def start(self, data: Mapping[str, Any]) -> None:
         start = data["content_block"]
@@ -75,9 +123,11 @@ class _StreamState:
         if block.kind == "tool_use":
             self.tools += 1
             if self.on_event is not None:
+                if self._span_parts:
+                    self._flush()
                 self.on_event(ToolCallDelta(block.tool_index, block.id, block.name))
         elif self.on_event is not None and block.parts:
-            self._emit(block.kind, block.parts[0])
+            self._gather(_THOUGHT if block.kind == "thinking" else _TEXT, block.parts[0])
 
     def delta(self, data: Mapping[str, Any]) -> None:
         block = self.blocks[data["index"]]
@@ -91,7 +141,7 @@ class _StreamState:
                 return
             block.parts.append(piece)
             if self.on_event is not None and block.kind == "tool_use":
-                self.on_event(ToolCallDelta(block.tool_index, arguments_delta=piece))
+                self._gather(block.tool_index, piece)
             return
         elif kind == "thinking_delta":
             piece = delta["thinking"]
@@ -102,11 +152,27 @@ class _StreamState:
             return
         block.parts.append(piece)
         if self.on_event is not None and piece:
-            self._emit(block.kind, piece)
+            self._gather(_THOUGHT if block.kind == "thinking" else _TEXT, piece)
 
-    def _emit(self, kind: str, piece: str) -> None:
+    def _gather(self, span: int, piece: str) -> None:
+        if self._span != span and self._span_parts:
+            self._flush()
+        self._span = span
+        self._span_parts.append(piece)
+
+    def _flush(self) -> None:
+        """Send the delta being gathered."""
         assert self.on_event is not None
-        self.on_event(ThinkingDelta(piece) if kind == "thinking" else TextDelta(piece))
+        parts = self._span_parts
+        self._span_parts = []
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+        span = self._span
+        if span == _TEXT:
+            self.on_event(TextDelta(text))
+        elif span == _THOUGHT:
+            self.on_event(ThinkingDelta(text))
+        else:
+            self.on_event(ToolCallDelta(span, arguments_delta=text))
 
     def message_start(self, data: Mapping[str, Any]) -> None:
         message = data.get("message") or {}
@@ -135,44 +201,26 @@ class _StreamState:
         )
 
 
-async def read_stream(
-    events: AsyncIterator[tuple[str | None, bytes]],
-    on_event: EventHandler | None,
-    output_tool: str | None = None,
-) -> ModelResponse:
-    """Read a Messages API event stream (``(event name, JSON data)`` pairs) to the end; the response."""
-    state = _StreamState(on_event)
-    async for name, raw in events:
-        if not raw:
-            continue
-        data = loads(raw)
-        kind = data.get("type") or name
-        if kind == "content_block_delta":
-            state.delta(data)
-        elif kind == "content_block_start":
-            state.start(data)
-        elif kind == "message_start":
-            state.message_start(data)
-        elif kind == "message_delta":
-            state.message_delta(data)
-        elif kind == "message_stop":
-            state.stopped = True
-        elif kind == "error":
-            raise StreamError(data)
-    if not state.stopped:
-        raise ProviderConnectionError(
-            "the Anthropic stream ended before message_stop; the response is incomplete", provider=PROVIDER
-        )
-    return state.response(output_tool)
-
-
 class LeanEvents:
-    """The events of one SSE answer on the lean transport: ``(event name, data)`` pairs."""
+    """The events of one SSE answer on the lean transport: ``(event name, data)`` pairs.
+
+    Read them with :meth:`read` (the events of each network read handed over together, the
+    cheaper way) or by iterating.
+    """
 
     __slots__ = ("_response",)
 
     def __init__(self, response: Response) -> None:
         self._response = response
+
+    async def read(self, take: Callable[[list[tuple[str | None, bytes]]], None]) -> None:
+        """Call ``take`` with the events of each network read, in order, until the end of the body."""
+        response = self._response
+        decoder = SSEDecoder()
+        while piece := await response.piece():
+            events = decoder.feed(piece)
+            if events:
+                take(events)
 
     def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
         return sse_events(self._response.iter_bytes())

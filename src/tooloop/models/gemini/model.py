@@ -208,7 +208,7 @@ class GeminiModel(ProviderModel):
                 async for chunk in self._tapped(aiter(events)):
                     add(chunk)
             else:
-                await events.read(reader.add)  # the hot path: no iterator between the body and the reader
+                await events.read(reader.add_all)  # the hot path: no iterator between the body and the reader
         except BaseException:
             events.close()  # abandoned half way: the connection's state is unknown
             raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...errors import ModelResponseError, ProviderConnectionError
@@ -65,14 +65,48 @@ class Reader:
         self.block: str | None = None
         self.usage: dict[str, Any] | None = None
         self.response_id: str | None = None
+        self._span_thought = False
+        self._span_parts: list[str] = []
+        """Text (or thought, ``_span_thought``) of the chunks read so far, not yet sent as one delta."""
 
-    def _emit(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
+    def _emit(self, event: ToolCallDelta) -> None:
         if self.on_event is not None:
+            if self._span_parts:
+                self._flush()
             self.emitted = True
             self.on_event(event)
 
+    def _gather(self, thought: bool, text: str) -> None:
+        if self.on_event is None:
+            return
+        self.emitted = True  # it goes out at the latest when the read ends, even on a failure
+        if self._span_thought != thought and self._span_parts:
+            self._flush()
+        self._span_thought = thought
+        self._span_parts.append(text)
+
+    def _flush(self) -> None:
+        assert self.on_event is not None
+        parts = self._span_parts
+        self._span_parts = []
+        text = parts[0] if len(parts) == 1 else "".join(parts)
+        self.on_event(ThinkingDelta(text) if self._span_thought else TextDelta(text))
+
     def add(self, chunk: Any) -> None:
-        """Read one response (or one chunk of a stream) in the wire's JSON."""
+        """Read one response (or one chunk of a stream) in the wire's JSON; its deltas go out at once."""
+        self.add_all((chunk,))
+
+    def add_all(self, chunks: Iterable[Any]) -> None:
+        """Read the chunks of one network read, in order: consecutive pieces of the text (or of
+        the thoughts) among them go to the listener as one delta."""
+        try:
+            for chunk in chunks:
+                self._chunk(chunk)
+        finally:
+            if self._span_parts:
+                self._flush()
+
+    def _chunk(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
             raise ModelResponseError(
                 f"Gemini sent a response that is not a JSON object: {chunk!r:.200}", provider=PROVIDER
@@ -108,7 +142,7 @@ class Reader:
         if part.get("thought"):
             if text:
                 self.thought.append(text)
-                self._emit(ThinkingDelta(text))
+                self._gather(True, text)
             if signature:
                 self._close_thought(signature)
             return
@@ -120,7 +154,7 @@ class Reader:
             return
         if text:
             self.text.append(text)
-            self._emit(TextDelta(text))
+            self._gather(False, text)
         if signature:
             self.text_signature = signature
 

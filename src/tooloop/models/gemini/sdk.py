@@ -122,10 +122,10 @@ class SdkEvents:
     def __init__(self, chunks: AsyncIterator[Any]) -> None:
         self._chunks = chunks
 
-    async def read(self, take: Callable[[Any], None]) -> None:
+    async def read(self, take: Callable[[list[Any]], None]) -> None:
         """Call ``take`` with each chunk, in order, until the end of the stream."""
         async for chunk in self._chunks:
-            take(chunk)
+            take([chunk])
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._chunks

@@ -21,7 +21,7 @@ __all__ = ["GeminiClient", "GeminiEvents"]
 class GeminiEvents:
     """The JSON chunks of one streamed answer.
 
-    Read them with :meth:`read` (each handed to a function as it arrives, the cheaper way) or by
+    Read them with :meth:`read` (the events of each network read handed over together, the cheaper way) or by
     iterating. An error event raises :class:`~tooloop.transport.client.StreamError` (after the
     events before it), a broken or stalled connection the transport's
     :class:`~tooloop.transport.http.TransportError`. A stream read to its end gives its connection
@@ -32,13 +32,18 @@ class GeminiEvents:
         self._response = response
         self._decoder = SSEDecoder()
 
-    async def read(self, take: Callable[[Any], None]) -> None:
-        """Call ``take`` with each event, in order, until the end of the body."""
+    async def read(self, take: Callable[[list[Any]], None]) -> None:
+        """Call ``take`` with the events of each network read, in order, until the end of the body
+        (the events before an error event first)."""
         response = self._response
         try:
             while piece := await response.piece():
-                for event in self._decode(piece):
-                    take(event)
+                events: list[Any] = []
+                try:
+                    events.extend(self._decode(piece))
+                finally:
+                    if events:
+                        take(events)
         finally:
             self.close()
 
