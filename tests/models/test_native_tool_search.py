@@ -232,8 +232,10 @@ def _responses_model(wire: WireServer, name: str = RESPONSES_MODEL, **options: A
     return made
 
 
-@pytest.mark.parametrize("streamed", [False, True])
-async def test_responses_tool_search_defers_tools_and_round_trips_its_items(wire: WireServer, streamed: bool) -> None:
+@pytest.mark.parametrize(("transport", "streamed"), [("lean", False), ("lean", True), ("sdk", False), ("sdk", True)])
+async def test_responses_tool_search_defers_tools_and_round_trips_its_items(
+    wire: WireServer, transport: str, streamed: bool
+) -> None:
     output = [TS_CALL, TS_OUTPUT, call("call_1", "get_weather", '{"city": "Paris"}')]
     if streamed:
         stream = Stream()
@@ -244,7 +246,7 @@ async def test_responses_tool_search_defers_tools_and_round_trips_its_items(wire
         wire.queue(Stream().text(0, "Sun", "ny.").end("response.completed", response([message("Sunny.")])))
     else:
         wire.queue(json_reply(response(output)), json_reply(response([message("Sunny.")])))
-    model = _responses_model(wire)
+    model = _responses_model(wire, transport=transport)
     assert model.native_tool_search
     agent = Agent(model, tools=_tools(), tool_search=True, settings=ModelSettings(stream=streamed))
     result: RunResult = await agent.run("Weather in Paris?")
