@@ -8,8 +8,9 @@ import pytest
 
 from tooloop import Agent, AssistantMessage, UserMessage
 from tooloop.context import ContextPolicy, FunctionCounter, middle_out, oldest_first, recent_turns
-from tooloop.context.strategies import Budget
-from tooloop.context.summary import Summarize
+from tooloop.context.strategies import Budget, OldestFirst
+from tooloop.context.summary import Summarize, summarize
+from tooloop.context.tokens import TiktokenCounter
 from tooloop.errors import ArgumentTypeError, ArgumentValueError
 from tooloop.testing import ScriptedModel
 
@@ -78,3 +79,44 @@ def test_a_counter_returning_no_count_is_an_error_naming_it() -> None:
     policy = ContextPolicy(counter=broken)
     with pytest.raises(ArgumentValueError, match="broken must return a whole number >= 0"):
         policy.prune([UserMessage("hi")], Budget(10), policy.counter_for(None))
+
+
+def _two(a: str, b: str) -> int:
+    return 1
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"counter": TiktokenCounter}, "got the class TiktokenCounter; pass an instance, e.g. TiktokenCounter()"),
+        ({"counter": lambda: 3}, "cannot be called with 1 argument; pass a function giving the tokens of a text"),
+        ({"counter": _two}, "got _two(a, b), which cannot be called with 1 argument"),
+        ({"strategy": recent_turns}, "call it: strategy=recent_turns(n)"),
+        ({"strategy": summarize}, "call it: strategy=summarize()"),
+        ({"strategy": OldestFirst}, "call it: strategy=OldestFirst()"),
+        (
+            {"strategy": lambda messages: messages},
+            "cannot be called with 2 arguments; pass a function (messages, budget)",
+        ),
+    ],
+)
+def test_a_counter_or_strategy_that_cannot_be_called_so_fails_where_given(options: dict[str, Any], words: str) -> None:
+    with pytest.raises(ArgumentTypeError) as raised:
+        ContextPolicy(**options)
+    assert words in str(raised.value)
+
+
+def test_functions_that_can_be_called_so_are_taken() -> None:
+    def keep(messages: Any, budget: Any, *, note: str = "") -> Any:
+        return messages
+
+    assert ContextPolicy(counter=len, strategy=keep).strategy is keep
+    assert isinstance(ContextPolicy(counter=lambda text, scale=1: len(text) * scale).counter, FunctionCounter)
+
+
+@pytest.mark.parametrize(
+    ("turns", "error"), [(0, ArgumentValueError), ("3", ArgumentTypeError), (True, ArgumentTypeError)]
+)
+def test_recent_turns_checks_its_count(turns: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="recent_turns"):
+        recent_turns(turns)

@@ -8,6 +8,7 @@ budget whenever that is possible; otherwise :class:`~tooloop.errors.ContextBudge
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from .._checks import describe
 from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ContextBudgetError
 from ..messages import Message, ToolCallMessage, UserMessage
 from ..models.profiles import DEFAULT_PROFILE, profile_for
-from .strategies import Budget, MiddleOut, OldestFirst, RecentTurns, Strategy, middle_out, oldest_first
+from .strategies import Budget, MiddleOut, OldestFirst, RecentTurns, Strategy, middle_out, oldest_first, recent_turns
 from .summary import Summarize, summarize
 from .tokens import FunctionCounter, TokenCounter, counter_for
 from .units import Unit, split_units
@@ -274,6 +275,22 @@ def _positive(value: Any, name: str, example: str) -> None:
         raise ArgumentValueError(f"ContextPolicy({name}=...) must be at least 1, got {value}; {example}")
 
 
+def _check_arity(function: Callable[..., Any], count: int, name: str, expected: str) -> None:
+    """Refuse a function that cannot be called with ``count`` positional arguments (when Python can tell)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # some builtins have none: they are tried when used
+        return
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        shown = f"{getattr(function, '__qualname__', type(function).__name__)}({', '.join(signature.parameters)})"
+        raise ArgumentTypeError(
+            f"ContextPolicy({name}=...) got {shown}, which cannot be called with {count} "
+            f"argument{'s' if count > 1 else ''}; pass {expected}"
+        ) from None
+
+
 _STRATEGY_NAMES = ("oldest_first", "middle_out", "summarize")
 
 
@@ -288,7 +305,13 @@ def _strategy(strategy: Any) -> Strategy | Summarize:
             return summarize()
         hint = "recent_turns(n) from tooloop.context" if strategy.startswith("recent") else ", ".join(_STRATEGY_NAMES)
         raise ArgumentValueError(f"ContextPolicy(strategy={strategy!r}) is no strategy; use {hint}")
-    if isinstance(strategy, OldestFirst | MiddleOut | RecentTurns | Summarize) or callable(strategy):
+    if isinstance(strategy, OldestFirst | MiddleOut | RecentTurns | Summarize):
+        return strategy
+    if strategy is recent_turns or strategy is summarize or isinstance(strategy, type):
+        made = "recent_turns(n)" if strategy is recent_turns else f"{strategy.__name__}()"
+        raise ArgumentTypeError(f"ContextPolicy(strategy=...) got {describe(strategy)}; call it: strategy={made}")
+    if callable(strategy):
+        _check_arity(strategy, 2, "strategy", "a function (messages, budget) -> messages")
         return strategy  # type: ignore[no-any-return]
     raise ArgumentTypeError(
         f"ContextPolicy(strategy=...) got {describe(strategy)}; use oldest_first, middle_out, recent_turns(n), "
@@ -298,9 +321,14 @@ def _strategy(strategy: Any) -> Strategy | Summarize:
 
 def _counter(counter: Any) -> TokenCounter | None:
     """The counter given: a :class:`TokenCounter`, or a plain function of a text wrapped as one."""
+    if isinstance(counter, type):  # a class has a count function too: the instance was meant
+        raise ArgumentTypeError(
+            f"ContextPolicy(counter=...) got the class {counter.__name__}; pass an instance, e.g. {counter.__name__}()"
+        )
     if counter is None or (isinstance(counter, TokenCounter) and not isinstance(counter, str | bytes | list | tuple)):
         return counter  # (a str has a count method too)
     if callable(counter):
+        _check_arity(counter, 1, "counter", "a function giving the tokens of a text: count(text) -> int")
         return FunctionCounter(counter)
     raise ArgumentTypeError(
         f"ContextPolicy(counter=...) got {describe(counter)}; pass a TokenCounter (an object with "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .._checks import require_count
 from ..messages import Message
 
 __all__ = [
@@ -70,6 +71,5 @@ middle_out = MiddleOut()
 
 def recent_turns(turns: int) -> RecentTurns:
     """Keep only the last ``turns`` turns (plus the system message)."""
-    if turns < 1:
-        raise ValueError("recent_turns needs at least one turn")
+    require_count(turns, "recent_turns(turns)", 1)
     return RecentTurns(turns)
