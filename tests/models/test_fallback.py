@@ -103,6 +103,15 @@ FAILURES: dict[str, Callable[[], Reply | Callable[[Recorded], Reply]]] = {
 }
 
 
+# the error class each failure is (the one the primary raised, recorded as skipped)
+RAISED = {
+    "rate_limit": "RateLimitError",
+    "overloaded": "ProviderOverloadedError",
+    "server_error": "ProviderOverloadedError",
+    "timeout": "ProviderTimeoutError",
+}
+
+
 @pytest.mark.parametrize("door", DOORS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("failure", sorted(FAILURES))
@@ -119,7 +128,7 @@ async def test_each_default_error_class_falls_back(
     assert final is not None and final.model == aw.MODEL
     record = final.provider_data["fallback"]
     assert record["model"] == aw.MODEL and record["provider"] == "anthropic"
-    assert record["skipped"][0]["model"] == "openai:gpt-4.1-mini"
+    assert record["skipped"] == [{"model": "openai:gpt-4.1-mini", "error": RAISED[failure]}]
     if door == "stream":
         assert "".join(getattr(e, "text", "") for e in events) == ANSWER
 
