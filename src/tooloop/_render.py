@@ -99,6 +99,14 @@ def outcome_text(call: ToolCallMessage, limit: int) -> str:
     return f"{call.status.value}: {content}"
 
 
+def subagent_session(call: ToolCallMessage) -> str | None:
+    """The session a subagent's call ran in (its result names it), so a reader can open it."""
+    result = call.result
+    if isinstance(result, dict) and "subagent" in result and isinstance(result.get("session_id"), str):
+        return str(result["session_id"])
+    return None
+
+
 def _text_lines(message: Message, limit: int) -> list[str]:
     if isinstance(message, SystemMessage):
         return [f"system: {message.text}"]
@@ -113,6 +121,8 @@ def _text_lines(message: Message, limit: int) -> list[str]:
     lines = [f"assistant: {message.message}"] if message.message else []
     lines.append(f"  tool {message.tool_name}({arguments_text(message.arguments)})")
     lines.append(f"    -> {outcome_text(message, limit)}")
+    if (session := subagent_session(message)) is not None:
+        lines.append(f"    (subagent session {session})")
     return lines
 
 
@@ -142,7 +152,10 @@ def _rich_call(call: ToolCallMessage, limit: int) -> RenderableType:
     mark, style = ("✓", "green") if call.ok else ("✗", "red")
     outcome = Text(f"    {mark} ", style=style)
     outcome.append(outcome_text(call, limit), style="dim" if call.ok else style)
-    return Text("\n").join([line, outcome])
+    parts = [line, outcome]
+    if (session := subagent_session(call)) is not None:
+        parts.append(Text(f"    (subagent session {session})", style="dim"))
+    return Text("\n").join(parts)
 
 
 def _rich_message(message: Message, limit: int) -> RenderableType:

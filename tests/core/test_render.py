@@ -92,3 +92,21 @@ def test_plain_rendering_does_not_import_rich() -> None:
     code = "import sys, tooloop; tooloop.Transcript([tooloop.UserMessage('hi')]).render(); print('rich' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_subagents_call_names_the_session_it_ran_in() -> None:
+    call = ToolCallMessage(
+        tool_name="research",
+        tool_call_id="c1",
+        arguments={"prompt": "tides"},
+        result={"subagent": "research", "answer": "the moon", "session_id": "lead.c1"},
+        content="the moon",
+    )
+    lines = Transcript([UserMessage("why tides?"), call]).render().splitlines()
+    assert lines[1:4] == ['  tool research({"prompt": "tides"})', "    -> the moon", "    (subagent session lead.c1)"]
+    console = Console(width=80, record=True, color_system=None)
+    console.print(Transcript([call]).render(rich=True))
+    assert "(subagent session lead.c1)" in console.export_text()
+    # a tool's own dict result naming a session is not a subagent's
+    plain = ToolCallMessage(tool_name="t", tool_call_id="c2", result={"session_id": "x"}, content="{}")
+    assert "subagent session" not in Transcript([plain]).render()
