@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from tooloop import (
     UserMessage,
     tool,
 )
+from tooloop.store import open_store
 from tooloop.testing import FunctionModel
 
 from ._support import assert_valid
@@ -90,6 +92,45 @@ async def test_a_message_sent_during_a_parallel_batch_waits_for_every_result() -
     # visible on the stream, after every call of the batch finished
     added = [e.message for e in events if isinstance(e, MessageAdded)]
     assert added.index(UserMessage("also check the logs")) == 4
+
+
+async def test_a_steered_message_is_journaled_where_the_model_saw_it(tmp_path: Path) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def work(n: int) -> int:
+        """Work on n."""
+        if n == 0:
+            started.set()
+            await release.wait()
+        return n
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    stream = Agent(planner([2]), tools=[work], store=url, session_id="steered").stream("do the work")
+
+    async def user() -> None:
+        await started.wait()
+        assert stream.steer("and be quick")
+        release.set()
+
+    async with stream:
+        typing = asyncio.create_task(user())
+        async for _ in stream:
+            pass
+        await typing
+    assert stream.result is not None
+    async with open_store(url) as store:
+        stored = list(await store.load("steered"))
+    assert stored == list(stream.result.transcript)
+    assert [type(m).__name__ for m in stored] == [
+        "UserMessage",
+        "ToolCallMessage",
+        "ToolCallMessage",
+        "UserMessage",
+        "AssistantMessage",
+    ]
+    assert stored[3] == UserMessage("and be quick")
+    assert_valid(stored)
 
 
 async def test_a_message_sent_while_the_final_answer_streams_starts_the_next_turn() -> None:
