@@ -17,7 +17,30 @@ from .run import Run
 __all__ = ["Conversation", "EventStream"]
 
 
-class Conversation(AsyncGenerator[Message, None]):
+class Steering:
+    """Steering the run behind a front door (a conversation, an event stream, a thread's stream)."""
+
+    __slots__ = ()
+    _run: Run
+
+    def steer(self, text: str) -> bool:
+        """Send a user message into the running run; safe from any task or thread.
+
+        The model sees it at the next safe boundary: after the current response and all its tool
+        results are recorded, before the next request. Sent while the model gives its final
+        answer, it starts another turn. It is recorded in the transcript in the order the model
+        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
+        ended: nothing was sent, start a new run with the text instead.
+        """
+        return self._run.steer(text)
+
+    @property
+    def undelivered(self) -> tuple[str, ...]:
+        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
+        return self._run.undelivered
+
+
+class Conversation(Steering, AsyncGenerator[Message, None]):
     """Each message of a run as it happens; after exhaustion :attr:`result` is the ``RunResult``.
 
     Python's async generators cannot return a value, so the result lives on this object instead.
@@ -71,22 +94,6 @@ class Conversation(AsyncGenerator[Message, None]):
         """The transcript so far."""
         return self._run.transcript
 
-    def steer(self, text: str) -> bool:
-        """Send a user message into the running run; safe from any task or thread.
-
-        The model sees it at the next safe boundary: after the current response and all its tool
-        results are recorded, before the next request. Sent while the model gives its final
-        answer, it starts another turn. It is recorded in the transcript in the order the model
-        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
-        ended: nothing was sent, start a new run with the text instead.
-        """
-        return self._run.steer(text)
-
-    @property
-    def undelivered(self) -> tuple[str, ...]:
-        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
-        return self._run.undelivered
-
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly, even while a tool hangs; the next step ends it as ``CANCELLED``."""
         self._run.token.cancel(reason)
@@ -116,7 +123,7 @@ async def _drive(run: Run, channel: EventChannel) -> None:
         channel.end(error)
 
 
-class EventStream(AsyncIterator[Event]):
+class EventStream(Steering, AsyncIterator[Event]):
     """Fine-grained events of a run; the last one is :class:`~tooloop.events.RunFinished`.
 
     The run is driven by a task of its own from the first ``__anext__``, so events keep flowing
@@ -179,22 +186,6 @@ class EventStream(AsyncIterator[Event]):
         # (and a tool that may hang) going forever.
         if self._task is not None and not self._task.done():
             self._run.token.cancel("the event stream was abandoned")
-
-    def steer(self, text: str) -> bool:
-        """Send a user message into the running run; safe from any task or thread.
-
-        The model sees it at the next safe boundary: after the current response and all its tool
-        results are recorded, before the next request. Sent while the model gives its final
-        answer, it starts another turn. It is recorded in the transcript in the order the model
-        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
-        ended: nothing was sent, start a new run with the text instead.
-        """
-        return self._run.steer(text)
-
-    @property
-    def undelivered(self) -> tuple[str, ...]:
-        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
-        return self._run.undelivered
 
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly; the stream ends with a ``RunFinished`` whose reason is ``CANCELLED``."""

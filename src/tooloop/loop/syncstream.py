@@ -16,7 +16,7 @@ from typing import Any
 
 from ..events import Event, TextDelta
 from ..transport.perloop import close_loop_clients
-from .frontdoors import EventStream
+from .frontdoors import EventStream, Steering
 from .result import RunResult
 from .run import Run
 
@@ -32,7 +32,7 @@ class _Failure:
         self.error = error
 
 
-class SyncEventStream(Iterator[Event]):
+class SyncEventStream(Steering, Iterator[Event]):
     """Fine-grained events of a run for ``for`` loops; the last one is ``RunFinished``.
 
     The run starts on the first ``next()`` and runs in a worker thread while you handle events.
@@ -93,22 +93,6 @@ class SyncEventStream(Iterator[Event]):
     def result(self) -> RunResult | None:
         """The run's result once it finished, else None."""
         return self._result
-
-    def steer(self, text: str) -> bool:
-        """Send a user message into the running run (from this or any other thread).
-
-        The model sees it at the next safe boundary: after the current response and all its tool
-        results are recorded, before the next request. Sent while the model gives its final
-        answer, it starts another turn. It is recorded in the transcript in the order the model
-        saw it (a ``MessageAdded`` event on a stream). Returns False when the run has already
-        ended: nothing was sent, start a new run with the text instead.
-        """
-        return self._run.steer(text)
-
-    @property
-    def undelivered(self) -> tuple[str, ...]:
-        """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
-        return self._run.undelivered
 
     def cancel(self, reason: str | None = None) -> None:
         """Stop the run promptly; the stream ends with a ``RunFinished`` whose reason is ``CANCELLED``."""
