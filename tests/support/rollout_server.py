@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from tooloop.testing._http import Answer, Listener, running_in_thread
 
 
 def reply_for(messages: list[dict[str, Any]], serial: int) -> dict[str, Any]:
@@ -73,51 +74,19 @@ class RolloutServer:
         self.keys: Counter[str] = Counter()
         self.requests = 0
         self.port = 0
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._listener = Listener(self._respond)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def start(self, port: int = 0) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port, backlog=4096)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self.port = await self._listener.start(port)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        await self._listener.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            while await self._one(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        finally:
-            self._connections.discard(task)
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except (ConnectionError, asyncio.CancelledError):
-                pass
-
-    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        body = json.loads(await reader.readexactly(length))
+    async def _respond(self, path: str, body: dict[str, Any]) -> Answer:
         self.requests += 1
         serial = self.requests
         messages = body["messages"]
@@ -127,45 +96,16 @@ class RolloutServer:
             await asyncio.sleep(self.latency)
         message = reply_for(messages, serial)
         if body.get("stream"):
-            payload, kind = _stream(message, serial), b"text/event-stream"
-        else:
-            payload, kind = json.dumps(_completion(message, serial)).encode(), b"application/json"
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: "
-            + kind
-            + b"\r\ncontent-length: "
-            + str(len(payload)).encode()
-            + b"\r\nconnection: keep-alive\r\n\r\n"
-            + payload
-        )
-        await writer.drain()
-        return True
+            return "200 OK", b"text/event-stream", _stream(message, serial)
+        return "200 OK", b"application/json", json.dumps(_completion(message, serial)).encode()
 
 
 @contextmanager
 def serve_in_thread(latency: float = 0.0) -> Iterator[RolloutServer]:
     """Run a :class:`RolloutServer` on its own event loop in a thread for the duration."""
     server = RolloutServer(latency)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def main() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(server.close())
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-
-    thread = threading.Thread(target=main, name="rollout-server", daemon=True)
-    thread.start()
-    ready.wait(10)
-    try:
+    with running_in_thread(server.start, server.close, "rollout server"):
         yield server
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 async def _main() -> None:

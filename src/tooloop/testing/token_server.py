@@ -20,15 +20,15 @@ a server that gets it wrong.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from ._http import Answer, Listener, running_in_thread
 
 __all__ = ["ByteTokenizer", "Sample", "TokenServer", "hermes_calls", "serve"]
 
@@ -127,8 +127,7 @@ class TokenServer:
     sampled: list[tuple[list[int], list[int], list[float]]] = field(default_factory=list)
     """``(prompt ids, completion ids, logprobs)`` of every answer, as generated (before ``mangle``)."""
     port: int = 0
-    _server: asyncio.Server | None = None
-    _connections: set[asyncio.Task[None]] = field(default_factory=set)
+    _listener: Listener | None = None
 
     @property
     def url(self) -> str:
@@ -325,53 +324,18 @@ class TokenServer:
 
     async def start(self, port: int = 0) -> None:
         """Listen on 127.0.0.1 (``port`` 0: any free port)."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port, backlog=4096)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._listener = Listener(self._respond)
+        self.port = await self._listener.start(port)
 
     async def close(self) -> None:
         """Stop listening and wait for the open connections to close."""
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        if self._listener is not None:
+            await self._listener.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            while await self._one(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        finally:
-            self._connections.discard(task)
-            writer.close()
+    async def _respond(self, path: str, body: dict[str, Any]) -> Answer:
+        return self._route(path, body)
 
-    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        path = lines[0].split(b" ")[1].decode()
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        body = json.loads(await reader.readexactly(length)) if length else {}
-        status, kind, payload = self._route(path, body)
-        writer.write(
-            f"HTTP/1.1 {status}\r\ncontent-type: ".encode()
-            + kind
-            + f"\r\ncontent-length: {len(payload)}\r\nconnection: keep-alive\r\n\r\n".encode()
-            + payload
-        )
-        await writer.drain()
-        return True
-
-    def _route(self, path: str, body: dict[str, Any]) -> tuple[str, bytes, bytes]:
+    def _route(self, path: str, body: dict[str, Any]) -> Answer:
         try:
             if path == "/tokenize" and self.tokenize_endpoint:
                 return "200 OK", b"application/json", json.dumps(self.tokenize(body)).encode()
@@ -430,22 +394,5 @@ def _parse_chatml(text: str) -> list[dict[str, Any]]:
 def serve(policy: Policy, **options: Any) -> Iterator[TokenServer]:
     """Run a :class:`TokenServer` on its own event loop in a thread while the block runs."""
     server = TokenServer(policy, **options)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def main() -> None:
-        loop.run_until_complete(server.start())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(server.close())
-        loop.close()
-
-    thread = threading.Thread(target=main, name="token-server", daemon=True)
-    thread.start()
-    if not ready.wait(10):
-        raise RuntimeError("the token server did not start")
-    try:
+    with running_in_thread(server.start, server.close, "token server"):
         yield server
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
