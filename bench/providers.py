@@ -21,8 +21,9 @@ contestants of all providers, the order rotated every repetition:
   trial a fresh process (``--trials``): conversations per second, peak RSS (VmHWM), client CPU;
 * ``imports``: wall time of ``python -c "import tooloop"`` against ``python -c "import orjson,
   msgspec"`` and a bare interpreter (``--import-reps``, interleaved);
-* ``first``: the first conversation of a fresh process (one request: get_model, the adapter's
-  import, the connection, the request), after ``import tooloop``; the floor's likewise;
+* ``first``: a fresh process after ``import tooloop``: ``get_model`` (the adapter's import),
+  ``Agent(model, tools=[add])`` (the tool's schema) and the first request (a one-request
+  conversation: the connection, the request); the floor's likewise;
 * ``long``: T = 3, 10 and 30 tool turns with realistic sizes (~300 characters of text before each
   turn's call, ~2 KB tool results): client CPU per request against the JSON bytes per request
   (counted by the mock), for ``floor`` and ``run``.
@@ -108,10 +109,22 @@ def build(name: str, url: str, model: str, tool: Callable[..., Awaitable[Any]] =
     if door in ("floor", "floor_sse"):
         run, pool = FLOORS[provider](url, model, tool, door == "floor_sse")
         return run, pool.close
-    from tooloop import Agent, Limits, RunFinished, get_model
+    llm = tooloop_model(provider, url, model)
+    return tooloop_door(llm, door, tool), llm.aclose
+
+
+def tooloop_model(provider: str, url: str, model: str) -> Any:
+    """``get_model`` for the provider, pointed at the mock."""
+    from tooloop import get_model
 
     base = url + "/v1" if provider.startswith("openai") else url
-    llm = get_model(MODEL_PREFIX[provider] + model, base_url=base, api_key="mock", max_retries=0)
+    return get_model(MODEL_PREFIX[provider] + model, base_url=base, api_key="mock", max_retries=0)
+
+
+def tooloop_door(llm: Any, door: str, tool: Callable[..., Awaitable[Any]]) -> Conversation:
+    """``Agent(llm, tools=[tool])``'s ``run`` or ``stream`` front door as one conversation."""
+    from tooloop import Agent, Limits, RunFinished
+
     agent = Agent(llm, tools=[tool], limits=Limits(max_turns=100))
 
     async def run_door(prompt: str) -> str:
@@ -123,7 +136,7 @@ def build(name: str, url: str, model: str, tool: Callable[..., Awaitable[Any]] =
                 return event.result.text
         raise RuntimeError("the stream ended without RunFinished")
 
-    return (run_door if door == "run" else stream_door), llm.aclose
+    return run_door if door == "run" else stream_door
 
 
 def contestants(providers: list[str]) -> list[str]:
@@ -193,7 +206,7 @@ def peak_mb(field: str) -> float:
     return float("nan")
 
 
-async def burst_worker(name: str, url: str, level: int) -> dict[str, float]:
+async def burst_worker(name: str, url: str, level: int) -> dict[str, Any]:
     """Inside a fresh process: ``level`` concurrent conversations, K=1 T=3, 50 ms per request."""
     run, close = build(name, url, "mock-k1-t3-l50")
     want = expected(1, 3)
@@ -210,11 +223,12 @@ async def burst_worker(name: str, url: str, level: int) -> dict[str, float]:
         "peak_rss_mb": peak_mb("VmHWM"),
         "rss_before_mb": rss0,
         "failed": len(failed),
+        "first_error": next((repr(a)[:200] for a in answers if isinstance(a, BaseException)), ""),
     }
 
 
-def burst_phase(names: list[str], mock: Mock, level: int, trials: int) -> dict[str, dict[str, float]]:
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+def burst_phase(names: list[str], mock: Mock, level: int, trials: int) -> dict[str, dict[str, Any]]:
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for rep in range(trials):
         for name in rotated(names, rep):
             command = [sys.executable, __file__, "--worker", name, "--url", mock.url, "--level", str(level)]
@@ -234,10 +248,11 @@ def burst_phase(names: list[str], mock: Mock, level: int, trials: int) -> dict[s
     return {name: _medians(rs) for name, rs in runs.items()}
 
 
-def _medians(trials: list[dict[str, float]]) -> dict[str, float]:
+def _medians(trials: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of every measure over the trials; failed conversations summed."""
-    out = {key: statistics.median(t[key] for t in trials) for key in trials[0]}
+    out: dict[str, Any] = {key: statistics.median(t[key] for t in trials) for key in trials[0] if key != "first_error"}
     out["failed"] = sum(t["failed"] for t in trials)
+    out["first_error"] = next((t["first_error"] for t in trials if t["first_error"]), "")
     return out
 
 
@@ -266,20 +281,32 @@ def import_phase(reps: int) -> dict[str, float]:
 
 
 async def first_worker(name: str, url: str) -> dict[str, float]:
-    """Inside a fresh process (``import tooloop`` done for tooloop's doors): the first conversation of
-    one request, then the second, wall and CPU seconds."""
-    if not name.split("/")[1].startswith("floor"):
+    """Inside a fresh process, after ``import tooloop`` (for tooloop's doors): the model (the adapter's
+    import), the agent (its tool's schema), the first conversation of one request, the second;
+    wall and CPU seconds of each."""
+    provider, door = name.split("/")
+    clock: list[tuple[float, float]] = [(time.perf_counter(), time.process_time())]
+    if door.startswith("floor"):
+        run, close = build(name, url, "mock-k1-t0")
+        clock += [clock[0], (time.perf_counter(), time.process_time())]
+    else:
         import tooloop  # noqa: F401  (measured by the imports phase, not here)
-    c0, t0 = time.process_time(), time.perf_counter()
-    run, close = build(name, url, "mock-k1-t0")
+
+        clock = [(time.perf_counter(), time.process_time())]
+        llm = tooloop_model(provider, url, "mock-k1-t0")
+        clock.append((time.perf_counter(), time.process_time()))
+        run, close = tooloop_door(llm, door, add), llm.aclose
+        clock.append((time.perf_counter(), time.process_time()))
     first = await run(PROMPT)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    c1, t1 = time.process_time(), time.perf_counter()
+    clock.append((time.perf_counter(), time.process_time()))
     second = await run(PROMPT)
-    wall2, cpu2 = time.perf_counter() - t1, time.process_time() - c1
+    clock.append((time.perf_counter(), time.process_time()))
     assert "The total is 0." in first and first == second, first
     await close()
-    return {"first_s": wall, "first_cpu_s": cpu, "second_s": wall2, "second_cpu_s": cpu2}
+    steps = ("model", "agent", "first", "second")
+    out = {f"{step}_s": clock[i + 1][0] - clock[i][0] for i, step in enumerate(steps)}
+    out |= {f"{step}_cpu_s": clock[i + 1][1] - clock[i][1] for i, step in enumerate(steps)}
+    return out
 
 
 def first_phase(names: list[str], url: str, reps: int) -> dict[str, dict[str, float]]:
@@ -378,7 +405,8 @@ def _burst_table(res: dict[str, Any], providers: list[str]) -> list[str]:
                 f"{r['peak_rss_mb']:.1f} | {_x(r['peak_rss_mb'], f['peak_rss_mb']):.2f}x | "
                 f"{r['rss_before_mb']:.1f} | {r['cpu_s']:.2f} | {r['mock_cpu_s']:.2f} | {r['failed']:.0f} |"
             )
-    return [*lines, ""]
+    errors = [f"* {name}: {r['first_error']}" for name, r in b.items() if r.get("first_error")]
+    return [*lines, "", *(["Failed conversations, the first error of each:", "", *errors, ""] if errors else [])]
 
 
 def _import_table(res: dict[str, Any], providers: list[str]) -> list[str]:
@@ -396,17 +424,18 @@ def _import_table(res: dict[str, Any], providers: list[str]) -> list[str]:
 
 def _first_table(res: dict[str, Any], providers: list[str]) -> list[str]:
     lines = [
-        "### The first request of a fresh process (after `import tooloop`: get_model, adapter import, connect)",
+        "### A fresh process, after `import tooloop` (medians; wall ms, CPU ms in brackets)",
         "",
-        "| provider | contestant | first conversation ms | its CPU ms | second ms | its CPU ms |",
-        "|---|---|---:|---:|---:|---:|",
+        "| provider | contestant | get_model (adapter import) | Agent(tools=[add]) | first request "
+        "| model + agent + first | second request |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, r in res["first"].items():
         p, d = name.split("/")
-        lines.append(
-            f"| {p} | {d} | {r['first_s'] * 1e3:.1f} | {r['first_cpu_s'] * 1e3:.1f} | "
-            f"{r['second_s'] * 1e3:.2f} | {r['second_cpu_s'] * 1e3:.2f} |"
-        )
+        cells = [f"{r[f'{s}_s'] * 1e3:.1f} [{r[f'{s}_cpu_s'] * 1e3:.1f}]" for s in ("model", "agent", "first")]
+        total = sum(r[f"{s}_s"] for s in ("model", "agent", "first"))
+        second = f"{r['second_s'] * 1e3:.2f} [{r['second_cpu_s'] * 1e3:.2f}]"
+        lines.append(f"| {p} | {d} | {' | '.join(cells)} | {total * 1e3:.1f} | {second} |")
     return [*lines, ""]
 
 
