@@ -430,8 +430,12 @@ def _first_table(res: dict[str, Any], providers: list[str]) -> list[str]:
         "| model + agent + first | second request |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for name, r in res["first"].items():
+    for name, found in res["first"].items():
         p, d = name.split("/")
+        r = {key: found.get(key, float("nan")) for key in ("second_s", "second_cpu_s")} | found
+        r |= {
+            f"{s}{c}": found.get(f"{s}{c}", float("nan")) for s in ("model", "agent", "first") for c in ("_s", "_cpu_s")
+        }
         cells = [f"{r[f'{s}_s'] * 1e3:.1f} [{r[f'{s}_cpu_s'] * 1e3:.1f}]" for s in ("model", "agent", "first")]
         total = sum(r[f"{s}_s"] for s in ("model", "agent", "first"))
         second = f"{r['second_s'] * 1e3:.2f} [{r['second_cpu_s'] * 1e3:.2f}]"
@@ -477,7 +481,9 @@ def targets(res: dict[str, Any], providers: list[str]) -> list[tuple[str, str, s
                 x = _x(b[f"{p}/{door}"]["peak_rss_mb"], b[f"{p}/{floor}"]["peak_rss_mb"])
                 rows.append((f"peak RSS at {res['level']:,} concurrent", p, door, x, f"<= {MAX_RSS}x", x <= MAX_RSS))
                 x = _x(_growth(b[f"{p}/{door}"]), _growth(b[f"{p}/{floor}"]))
-                rows.append((f"(RSS growth during the burst, {res['level']:,})", p, door, x, "(no line)", True))
+                rows.append(
+                    (f"RSS growth during the burst, {res['level']:,} (information)", p, door, x, "no line", True)
+                )
         if "long" in res:
             long = res["long"]
             lo, hi = min(long, key=int), max(long, key=int)
@@ -485,7 +491,7 @@ def targets(res: dict[str, Any], providers: list[str]) -> list[tuple[str, str, s
             sent = _x(long[hi][f"{p}/run"]["bytes"], long[lo][f"{p}/run"]["bytes"])
             rows.append(
                 (
-                    f"long history: CPU/request growth T={lo}->{hi} over JSON growth",
+                    f"long history: CPU/request growth T={lo}->{hi} / JSON growth",
                     p,
                     "run",
                     cpu / sent,
@@ -500,6 +506,21 @@ def targets(res: dict[str, Any], providers: list[str]) -> list[tuple[str, str, s
             ("`import tooloop` process vs `import orjson, msgspec`", "-", "-", x, f"<= {MAX_IMPORT}x", x <= MAX_IMPORT)
         )
     return rows
+
+
+def glance(rows: list[tuple[str, str, str, float, str, bool]], providers: list[str]) -> list[str]:
+    """The targets as one matrix: a row per target, a column per provider and front door."""
+    columns = [(p, d) for p in providers for d in FLOOR_OF]
+    lines = [
+        "| target (line) | " + " | ".join(f"{p} {d}()" for p, d in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for target in dict.fromkeys(t for t, p, *_ in rows if p != "-"):
+        found = {(p, d): (x, line, ok) for t, p, d, x, line, ok in rows if t == target}
+        line = " or ".join(dict.fromkeys(v[1] for v in found.values()))
+        cells = [(f"{found[c][0]:.2f}x" + ("" if found[c][2] else " ✗")) if c in found else "" for c in columns]
+        lines.append(f"| {target} ({line}) | " + " | ".join(cells) + " |")
+    return [*lines, "", "(✗: the line is missed)", ""]
 
 
 def report(res: dict[str, Any], providers: list[str], command: str) -> str:
@@ -520,7 +541,7 @@ def report(res: dict[str, Any], providers: list[str], command: str) -> str:
     lines += [
         f"| {t} | {p} | {d} | {x:.2f}x | {line} | {'pass' if ok else '**FAIL**'} |" for t, p, d, x, line, ok in rows
     ]
-    lines.append("")
+    lines += ["", *glance(rows, providers)]
     return "\n".join(lines + figures(res, providers))
 
 
@@ -561,6 +582,29 @@ def run_phases(args: argparse.Namespace, mock: Mock, res: dict[str, Any]) -> Non
             res["long"][str(turns)] = asyncio.run(long_phase(long_names, mock, turns, args.long_reps, args.long_n))
 
 
+def merged(runs: list[Any]) -> Any:
+    """The median of every number over several runs' results (same shape); other values from the first."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {key: merged([r[key] for r in runs if key in r]) for key in first}
+    if isinstance(first, int | float) and not isinstance(first, bool):
+        return statistics.median(runs)
+    return first
+
+
+def rereport(files: list[str]) -> None:
+    """Print the report of saved runs (``providers-*.json``), the median of each figure when several."""
+    saved = [json.loads(Path(f).read_text()) for f in files]
+    res = merged([s["results"] for s in saved])
+    if len(saved) > 1:
+        res["commit"] = ", ".join(dict.fromkeys(s["results"]["commit"] for s in saved))
+        res["started"] = min(s["results"]["started"] for s in saved)
+        res["finished"] = max(s["results"]["finished"] for s in saved)
+    providers = saved[0]["args"]["providers"]
+    print(f"medians of {len(saved)} runs: {', '.join(Path(f).name for f in files)}\n")
+    print(report(res, providers, "python bench/providers.py --report " + " ".join(Path(f).name for f in files)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--providers", default=",".join(PROVIDERS), help="comma-separated, from: " + ", ".join(PROVIDERS))
@@ -576,6 +620,7 @@ def main() -> None:
     ap.add_argument("--long-n", type=int, help="long: conversations per repetition (3)")
     ap.add_argument("--chunked", action="store_true", help="the mock frames SSE as one HTTP chunk per event")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--report", nargs="+", metavar="JSON", help="print saved runs' report (medians of several)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--first-worker", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
@@ -585,6 +630,9 @@ def main() -> None:
         return
     if args.first_worker:
         print(json.dumps(asyncio.run(first_worker(args.first_worker, args.url))))
+        return
+    if args.report:
+        rereport(args.report)
         return
     q = args.quick
     args.reps = args.reps or (3 if q else 9)
