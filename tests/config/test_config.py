@@ -473,3 +473,23 @@ def test_runaway_guards_are_set_or_turned_off_in_the_file(tmp_path: Path) -> Non
         with pytest.raises(ConfigurationError, match=r"\[agents.a\] key 'limits\.") as caught:
             tooloop.load_agent("a", path=bad)
         assert "Traceback" not in str(caught.value)
+
+
+def test_tool_search_is_set_in_the_file(tmp_path: Path) -> None:
+    from tooloop import ToolSearch
+
+    cases = {
+        "tool_search = true": ToolSearch(),
+        'tool_search = "local"': ToolSearch(mode="local"),
+        'tool_search = "native"\ntool_search_threshold = 12': ToolSearch(threshold=12),
+        "tool_search_threshold = 5": ToolSearch(threshold=5),
+        "tool_search = false\ntool_search_threshold = 5": None,
+        "": None,
+    }
+    for lines, expected in cases.items():
+        path = write(tmp_path, f'[agents.a]\nmodel = "test:echo"\n{lines}\n')
+        assert tooloop.load_agent("a", path=path)._resolved().tool_search == expected, lines
+    for wrong in ('tool_search = "remote"', "tool_search_threshold = -1"):
+        bad = write(tmp_path, f'[agents.a]\nmodel = "test:echo"\n{wrong}\n')
+        with pytest.raises(ConfigurationError, match=r"\[agents.a\] key 'tool_search"):
+            tooloop.load_agent("a", path=bad)

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,9 +127,21 @@ def build_agent(config: Config, name: str) -> Agent:
             approve=_import(table.approver, where, "approver") if table.approver else None,
             store=table.store,
             name=name,
+            tool_search=_tool_search(table),
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _tool_search(table: AgentTable) -> Any:
+    """``tool_search`` and ``tool_search_threshold`` as ``Agent(tool_search=...)`` takes them."""
+    from ..tools.search import ToolSearch
+
+    mode, threshold = table.tool_search, table.tool_search_threshold
+    if mode is False or (mode is None and threshold is None):
+        return None
+    search = ToolSearch() if mode is None or mode is True else ToolSearch(mode=mode)
+    return search if threshold is None else replace(search, threshold=threshold)
 
 
 def _model(config: Config, table: AgentTable, where: str) -> tuple[Model | str, str | None, ModelSettings]:

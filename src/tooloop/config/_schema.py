@@ -175,6 +175,11 @@ class AgentTable(_Table):
     """The approval policy of this agent's MCP servers that do not set their own."""
     approver: str | None = None
     """Import path of a function deciding approvals (``"package.module:function"``)."""
+    tool_search: bool | Literal["native", "local", "off"] | None = None
+    """``Agent(tool_search=...)``: ``true`` or ``"native"`` (the provider's own where the model
+    has it), ``"local"``, ``"off"``."""
+    tool_search_threshold: int | None = Field(default=None, ge=0)
+    """More tools than this: tool search starts (``ToolSearch(threshold=...)``, default 30)."""
 
     @field_validator("tools", "mcp_servers")
     @classmethod
