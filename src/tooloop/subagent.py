@@ -8,6 +8,8 @@ answer. Everything of the child stays tied to that call:
   without a store, the call's result holds it;
 * its usage: every request and call of the child counts in the parent's ``Usage`` as it happens,
   and before each of its requests the child checks the parent's ``max_cost`` too;
+* its traces: without a tracer of its own it uses the parent's, so its ``invoke_agent`` span
+  (named after the agent, else the tool) nests under the parent's ``execute_tool`` span;
 * its events: they reach the parent's stream as :class:`~tooloop.events.SubagentEvent` values
   tagged with the call's id (deeper subagents: ``"call_1/call_7"``);
 * cancellation: cancelling the parent cancels the child; the child stopping early (a limit, a
@@ -100,6 +102,8 @@ class _Nested:
         agent = (
             self.agent.with_session(session_id, store) if store is not None and session_id is not None else self.agent
         )
+        if parent is not None and parent.config.tracer is not None and agent._options.tracer is None:
+            agent = agent._copy(tracer=parent.config.tracer)  # the child's spans nest in the parent's trace
         decisions = nested_decisions(parent.decisions, self.path) if parent is not None else {}
         run = agent._run(
             prompt,
@@ -134,6 +138,7 @@ class _Nested:
         run.record.upstream = parent.record
         run.denying_undecided = parent.denying_undecided  # the parent moved on: the child's waiting calls are denied
         run.outer_limit = parent.cost_check
+        run.subagent = (f"{parent.subagent[0]}/{self.path}" if parent.subagent else self.path, self.name)
         if parent.record.events is not None:
             run.send_events_to(_forwarding(parent.record.emit, self.path))
 

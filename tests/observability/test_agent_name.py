@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.acp_agent.support import TIMEOUT, RecordingClient
-from tooloop import Agent, ArgumentTypeError
+from tooloop import Agent, ArgumentTypeError, ModelResponse, ToolCall
 from tooloop.telemetry import OpenTelemetry
 from tooloop.testing import ScriptedModel
 
@@ -41,6 +41,47 @@ async def test_the_agents_name_names_its_run_span() -> None:
     exporter.clear()
     await Agent(ScriptedModel(["hi"]), name="triage", tracer=OpenTelemetry(provider, agent_name="desk")).run("x")
     assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")] == ["invoke_agent desk"]
+
+
+async def test_a_subagents_run_span_nests_under_its_call_and_keeps_its_own_name() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    grandchild = Agent(ScriptedModel(["low tide at six"]))  # nameless: named after its tool
+    child = Agent(
+        ScriptedModel([ModelResponse(tool_calls=(ToolCall("q1", "tables", {"prompt": "when?"}),)), "at six"]),
+        name="scout",
+        tools=[grandchild.as_tool(name="tables", description="Tide tables.")],
+    )
+    lead = Agent(
+        ScriptedModel([ModelResponse(tool_calls=(ToolCall("c1", "scout", {"prompt": "tides"}),)), "done"]),
+        name="lead",
+        tools=[child.as_tool(description="Scouts.")],
+        tracer=OpenTelemetry(provider, agent_name="desk"),  # names the agent traced, not its subagents
+    )
+    assert (await lead.run("go")).transcript.final_text == "done"
+    spans = {s.context.span_id: s for s in exporter.get_finished_spans()}
+
+    def chain(name: str) -> list[str]:
+        (span,) = [s for s in spans.values() if s.name == name]
+        names = []
+        while span is not None:
+            names.append(span.name)
+            span = spans.get(span.parent.span_id) if span.parent else None
+        return names
+
+    assert chain("invoke_agent tables") == [
+        "invoke_agent tables",
+        "execute_tool tables",
+        "invoke_agent scout",
+        "execute_tool scout",
+        "invoke_agent desk",
+    ]
+    paths = {s.name: (s.attributes or {}).get("tooloop.subagent.path") for s in spans.values()}
+    assert paths["invoke_agent scout"] == "c1" and paths["invoke_agent tables"] == "c1/q1"
+    assert paths["invoke_agent desk"] is None
+    assert (spans_named := [s for s in spans.values() if s.name == "invoke_agent scout"])
+    assert (spans_named[0].attributes or {})["gen_ai.agent.name"] == "scout"
 
 
 def test_the_name_is_kept_by_copies_shown_by_repr_and_checked() -> None:

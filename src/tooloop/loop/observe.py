@@ -46,7 +46,10 @@ class RunFacts:
     tools: tuple[str, ...]
     system: str | None
     agent: str | None = None
-    """The agent's name (``Agent(name=...)``), if it has one."""
+    """The agent's name (``Agent(name=...)``), if it has one; a subagent's run without one is
+    named after its tool."""
+    path: str | None = None
+    """A subagent's run: the path of the call that runs it (``"c1"``, deeper ``"c1/c7"``)."""
 
 
 class RequestTrace(Protocol):

@@ -127,6 +127,7 @@ class Run:
         "steps",
         "stop_reason",
         "stop_text",
+        "subagent",
         "tools",
         "turn_id",
         "undelivered",
@@ -182,6 +183,8 @@ class Run:
         self.watch: Watch | None = None
         self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
         self.guards = Guards(config.limits)
+        self.subagent: tuple[str, str] | None = None
+        """A subagent's run: the path of the call running it and that tool's name (for tracers)."""
         self.outer_limit: Callable[[Decimal | None], StopReason | None] | None = None
         """A subagent's parent's bounds (its ``max_cost``), checked before each request too."""
         self.inbox = Inbox()
@@ -331,7 +334,8 @@ class Run:
             session_id=self.session_id,
             tools=tuple(config.tools),
             system=config.system,
-            agent=config.name,
+            agent=config.name or (self.subagent[1] if self.subagent else None),
+            path=self.subagent[0] if self.subagent else None,
         )
 
     async def _advance(self) -> AsyncGenerator[Message, None]:

@@ -52,7 +52,8 @@ class OpenTelemetry:
     ``tracer_provider`` defaults to the global one; ``content=True`` adds the messages sent and
     received, and tool arguments and results, as span events (off by default: they may hold
     personal data). ``agent_name`` names the ``invoke_agent`` span and sets ``gen_ai.agent.name``
-    (default: the name of the agent that runs, ``Agent(name=...)``).
+    (default: the name of the agent that runs, ``Agent(name=...)``); a subagent's run keeps its
+    own name (or its tool's) and carries ``tooloop.subagent.path``.
     """
 
     def __init__(self, tracer_provider: Any = None, *, content: bool = False, agent_name: str | None = None):
@@ -71,7 +72,10 @@ class OpenTelemetry:
             "gen_ai.request.model": facts.model,
             "tooloop.run.id": facts.run_id,
         }
-        agent = self.agent_name or facts.agent
+        # agent_name names the agent traced; a subagent it runs keeps its own name
+        agent = facts.agent if facts.path is not None else self.agent_name or facts.agent
+        if facts.path is not None:
+            attributes["tooloop.subagent.path"] = facts.path
         if agent:
             attributes["gen_ai.agent.name"] = agent
         if facts.session_id is not None:
