@@ -7,6 +7,7 @@ client connection drops as in a crash of the database.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 
@@ -18,13 +19,16 @@ from tooloop.store import open_store
 from tooloop.testing import FunctionModel
 
 
-async def test_a_run_whose_journal_write_meets_a_database_restart_finishes(own_postgres: Cluster) -> None:
+async def test_a_run_whose_journal_write_meets_a_database_restart_finishes(
+    own_postgres: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     restarted = threading.Event()
+    restarter = threading.Thread(target=lambda: (time.sleep(3), own_postgres.start(), restarted.set()))
 
     async def crash_the_database() -> str:
         """Stops the database for a few seconds."""
         await asyncio.to_thread(own_postgres.stop)  # down before the outcome is written
-        threading.Thread(target=lambda: (time.sleep(3), own_postgres.start(), restarted.set())).start()
+        restarter.start()
         return "the database is down"
 
     def script(request: ModelRequest) -> ModelResponse:
@@ -34,8 +38,13 @@ async def test_a_run_whose_journal_write_meets_a_database_restart_finishes(own_p
 
     async with open_store(own_postgres.url) as store:
         agent = Agent(FunctionModel(script), tools=[crash_the_database], store=store)
-        result = await agent.run("go", session_id="s")
+        with caplog.at_level(logging.WARNING, logger="tooloop.store"):
+            result = await agent.run("go", session_id="s")
+        # The store may reach the server before pg_ctl, polling it, says it is up: the run can end
+        # first, so the restart is waited for rather than assumed done.
+        await asyncio.to_thread(restarter.join, 90)
         assert restarted.is_set()
+        assert any("writing to session 's' failed" in r.getMessage() for r in caplog.records)  # it met the outage
         assert result.text == "still here"
         assert await store.load("s") == result.transcript  # every message written once, in order
 
