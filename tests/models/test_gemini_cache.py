@@ -130,3 +130,27 @@ async def test_a_prefix_too_small_to_cache_goes_uncached_and_is_not_tried_again(
     assert all("systemInstruction" in r.json and "cachedContent" not in r.json for r in wire.requests[1:])
     (line,) = [r.message for r in caplog.records if "cached content not made" in r.message]
     assert "too small" in line
+
+
+async def test_a_new_resource_is_made_before_the_old_one_ends(
+    wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from tooloop.models.gemini import caching
+
+    clock = [time.monotonic()]
+    monkeypatch.setattr(caching.time, "monotonic", lambda: clock[0])
+    model = _model(wire)
+    settings = ModelSettings(cache="explicit", stream=False)
+    wire.queue(_cached("cachedContents/first"), _answer([{"text": "Hi."}], 2_100, 2_048, 2))
+    await Agent(model, system=SYSTEM, settings=settings).run("hello")
+    clock[0] += 260  # 40 s left of the five minutes: still used
+    wire.queue(_answer([{"text": "Hi."}], 2_100, 2_048, 2))
+    await Agent(model, system=SYSTEM, settings=settings).run("hello")
+    clock[0] += 20  # 280 s: 20 s left, a request in flight could outlive it
+    wire.queue(_cached("cachedContents/second"), _answer([{"text": "Hi."}], 2_100, 2_048, 2))
+    await Agent(model, system=SYSTEM, settings=settings).run("hello")
+    named = [r.json.get("cachedContent") for r in wire.requests if r.path.endswith("generateContent")]
+    assert named == ["cachedContents/first", "cachedContents/first", "cachedContents/second"]
+    assert sum(r.path.endswith("/cachedContents") for r in wire.requests) == 2
