@@ -298,10 +298,15 @@ class Tokens:
     """The exact tokens of one model response, as the inference server reported them.
 
     ``prompt`` holds the prompt's token ids and ``completion`` the sampled ones (32-bit ints,
-    native byte order); ``logprobs`` one 64-bit float per completion token, NaN where the server
+    native byte order); ``logprobs`` one 32-bit float per completion token, NaN where the server
     gave none, or nothing at all when it gave no logprobs. Bytes, not a Python object per token:
     a rollout holds tens of thousands. Read them with :attr:`prompt_ids`, :attr:`completion_ids`
     and :attr:`completion_logprobs`; build one with :meth:`of`.
+
+    32-bit floats hold the logprobs vLLM and SGLang send exactly (they compute them in 32-bit
+    floats); a 64-bit value from elsewhere is rounded to the nearest 32-bit one (a relative error
+    below 6e-8). ``logprobs`` given as 64-bit floats (8 bytes per completion id, as tokens stored
+    before they were kept as 32-bit floats) are converted to 32-bit ones on construction.
 
     ``extends``, when set, is the previous response's tokens, which this prompt continues: then
     ``prompt`` holds only the ids after ``extends``' whole prompt and completion (a conversation
@@ -321,6 +326,10 @@ class Tokens:
     fallback: str | None = None
     extends: Tokens | None = None
 
+    def __post_init__(self) -> None:
+        if self.logprobs and len(self.logprobs) == 2 * len(self.completion):
+            object.__setattr__(self, "logprobs", _narrowed(self.logprobs))
+
     @classmethod
     def of(
         cls,
@@ -334,16 +343,16 @@ class Tokens:
         Raises ``ValueError`` for an id that is not an int in range or a logprob that is not a
         number, and when ``logprobs`` has another length than ``completion_ids``.
         """
-        prompt = _ids(prompt_ids, "prompt")
-        completion = _ids(completion_ids, "completion")
+        prompt = ids_bytes(prompt_ids, "prompt")
+        completion = ids_bytes(completion_ids, "completion")
         packed = b""
         if logprobs is not None:
             values = _floats(logprobs)
-            if len(values) != len(completion):
-                raise ValueError(f"{len(values)} logprobs for {len(completion)} completion ids")
+            if len(values) != len(completion) // _INT_SIZE:
+                raise ValueError(f"{len(values)} logprobs for {len(completion) // _INT_SIZE} completion ids")
             if any(not math.isnan(v) for v in values):
                 packed = values.tobytes()
-        return cls(prompt.tobytes(), completion.tobytes(), packed, problem)
+        return cls(prompt, completion, packed, problem)
 
     @property
     def whole_prompt(self) -> bytes:
@@ -395,7 +404,7 @@ class Tokens:
         """One log-probability per completion token, None where the server gave none."""
         if not self.logprobs:
             return [None] * (len(self.completion) // _INT_SIZE)
-        return [None if v != v else v for v in _unpack("d", self.logprobs)]
+        return [None if v != v else v for v in _unpack("f", self.logprobs)]
 
     @property
     def ok(self) -> bool:
@@ -424,18 +433,35 @@ if _INT_SIZE != 4:  # pragma: no cover - every platform CPython supports today
     raise ImportError("tooloop needs a 32-bit C int for token ids")
 
 
-def _ids(values: Iterable[int], what: str) -> array[int]:
+def ids_bytes(values: Iterable[int], what: str) -> bytes:
+    """``values`` as :class:`Tokens` keeps ids (32-bit ints, native order); ``ValueError`` for
+    anything but ints from 0 to 2**31-1 (``what`` names them in the message)."""
     try:
-        ids = values if isinstance(values, array) and values.typecode == "i" else array("i", values)
+        # Unsigned: a negative id is refused on the way in, and "I" converts each int directly
+        # where "i" parses a format per item (three times the instructions).
+        ids = values if isinstance(values, array) and values.typecode in "iI" else array("I", values)
     except (OverflowError, TypeError) as exc:
         raise ValueError(f"{what} token ids must be ints from 0 to 2**31-1: {exc}") from None
-    if ids and min(ids) < 0:
-        raise ValueError(f"{what} token ids must be ints from 0 to 2**31-1, got {min(ids)}")
-    return ids
+    data = ids.tobytes()
+    if _high_bit(data):
+        bad = next(v for v in ids if not 0 <= v < 2**31)
+        raise ValueError(f"{what} token ids must be ints from 0 to 2**31-1, got {bad}")
+    return data
+
+
+_TOP = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
+"""Where each 32-bit int's top byte is: the last of its four, or the first."""
+_LOW_TOP_BYTES = bytes(range(128))
+
+
+def _high_bit(data: bytes) -> bool:
+    """True when some 32-bit int in ``data`` has its top bit set (negative as a signed int, or
+    2**31 and more as an unsigned one), checked without an object per id."""
+    return bool(data[_TOP].translate(None, _LOW_TOP_BYTES))
 
 
 def _floats(values: Iterable[float | None]) -> array[float]:
-    out = array("d")
+    out = array("f")
     for value in values:
         if value is None:
             out.append(math.nan)
@@ -444,6 +470,11 @@ def _floats(values: Iterable[float | None]) -> array[float]:
         else:
             raise ValueError(f"a logprob must be a number or None, got {value!r}")
     return out
+
+
+def _narrowed(data: bytes) -> bytes:
+    """64-bit floats (native order) as 32-bit ones."""
+    return array("f", _unpack("d", data)).tobytes()
 
 
 def _unpack(typecode: str, data: bytes) -> array[Any]:

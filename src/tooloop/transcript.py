@@ -337,14 +337,16 @@ def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
 
 def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
     """The JSON-compatible dict of a response's tokens: each array as base64 of its little-endian
-    bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 64-bit floats, NaN for none),
-    and ``problem`` when there is one. Compact: a Python object per token would not be."""
+    bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 32-bit floats, NaN for none;
+    data written before logprobs were kept as 32-bit floats holds 64-bit ones, which
+    :func:`tokens_from_dict` reads too), and ``problem`` when there is one. Compact: a Python
+    object per token would not be."""
     data: dict[str, Any] = {
         "prompt": _b64(little_endian(tokens.whole_prompt, "i")),
         "completion": _b64(little_endian(tokens.completion, "i")),
     }
     if tokens.logprobs:
-        data["logprobs"] = _b64(little_endian(tokens.logprobs, "d"))
+        data["logprobs"] = _b64(little_endian(tokens.logprobs, "f"))
     if tokens.problem is not None:
         data["problem"] = tokens.problem
     if tokens.fallback is not None:
@@ -358,13 +360,15 @@ def tokens_from_dict(data: Mapping[str, Any]) -> Tokens:
         raise TypeError(f"field 'tokens' must be an object, got {data!r}")
     prompt = _unb64(data, "prompt", 4)
     completion = _unb64(data, "completion", 4)
-    logprobs = _unb64(data, "logprobs", 8)
-    if logprobs and len(logprobs) // 8 != len(completion) // 4:
-        raise ValueError(f"{len(logprobs) // 8} logprobs for {len(completion) // 4} completion ids")
+    logprobs = _unb64(data, "logprobs", 4)
+    # one 32-bit float per completion id, or (written before they were) one 64-bit float
+    width = 8 if logprobs and len(logprobs) == 2 * len(completion) else 4
+    if logprobs and len(logprobs) != len(completion) * width // 4:
+        raise ValueError(f"{len(logprobs) // 4} logprobs for {len(completion) // 4} completion ids")
     return Tokens(
         native_order(prompt, "i"),
         native_order(completion, "i"),
-        native_order(logprobs, "d"),
+        native_order(logprobs, "d" if width == 8 else "f"),
         _optional_text(data, "problem"),
         _optional_text(data, "fallback"),
     )

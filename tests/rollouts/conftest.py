@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -73,6 +74,12 @@ def two_rounds_policy(messages: list[dict[str, Any]], number: int) -> Sample:
     return Sample(text="done: " + ",".join(m["content"] for m in tools))
 
 
+def f32(values: list[Any]) -> list[Any]:
+    """``values`` as tooloop keeps logprobs: 32-bit floats (the test server's are decimals, which a
+    32-bit float only approximates; a real server's are 32-bit floats already), None kept."""
+    return [None if v is None else array("f", [v])[0] for v in values]
+
+
 def expected_branch(sampled: list[tuple[list[int], list[int], list[float]]]) -> tuple[list[int], list[Any], list[int]]:
     """The ids, logprobs and mask one branch over ``sampled`` must have, built from the server's own record."""
     last_prompt, last_completion, _ = sampled[-1]
@@ -84,4 +91,4 @@ def expected_branch(sampled: list[tuple[list[int], list[int], list[float]]]) -> 
         for offset, value in enumerate(values):
             logprobs[len(prompt) + offset] = value
             mask[len(prompt) + offset] = 1
-    return ids, logprobs, mask
+    return ids, f32(logprobs), mask

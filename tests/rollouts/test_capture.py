@@ -12,7 +12,7 @@ from tooloop.models import get_model
 from tooloop.testing.token_server import serve
 from tooloop.transcript import Transcript
 
-from .conftest import agent_for, lookup_policy, responses, two_calls_policy
+from .conftest import agent_for, f32, lookup_policy, responses, two_calls_policy
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -26,7 +26,7 @@ async def test_each_response_keeps_the_servers_exact_ids_and_logprobs(stream: bo
         assert message.tokens is not None and message.tokens.ok
         assert message.tokens.prompt_ids.tolist() == prompt
         assert message.tokens.completion_ids.tolist() == completion
-        assert message.tokens.completion_logprobs == logprobs
+        assert message.tokens.completion_logprobs == f32(logprobs)
     for body in server.requests:
         assert body["return_token_ids"] is True and body["logprobs"] is True
 
@@ -70,7 +70,7 @@ async def test_missing_logprobs_are_none_and_the_ids_stay_good() -> None:
     assert first.tokens is not None and first.tokens.ok
     assert first.tokens.completion_logprobs == [None] * len(server.sampled[0][1])
     assert second.tokens is not None and second.tokens.ok
-    assert second.tokens.completion_logprobs == [None, *server.sampled[1][2][1:]]
+    assert second.tokens.completion_logprobs == f32([None, *server.sampled[1][2][1:]])
 
 
 def _short_ids(answer: Any, number: int) -> None:
@@ -120,7 +120,7 @@ async def test_sglang_shapes_are_read_and_its_requests_stay_plain() -> None:
         assert message.tokens is not None and message.tokens.ok
         assert message.tokens.prompt_ids.tolist() == prompt
         assert message.tokens.completion_ids.tolist() == completion
-        assert message.tokens.completion_logprobs == logprobs
+        assert message.tokens.completion_logprobs == f32(logprobs)
     for body in server.requests:
         assert "stream" not in body  # SGLang refuses prompt ids on a stream
         assert body["return_prompt_token_ids"] is True and body["return_meta_info"] is True

@@ -22,7 +22,7 @@ __all__ = ["Branch", "Reward", "Trajectory", "TrajectoryError", "response_messag
 Reward = float | Mapping[str, Any]
 """What a reward function returns: a number, or a mapping of named scores (with ``"reward"``)."""
 
-_NAN = array("d", [math.nan]).tobytes()
+_NAN = array("f", [math.nan]).tobytes()
 
 
 class TrajectoryError(ToolloopError, ValueError):
@@ -43,11 +43,16 @@ class Branch:
     ids: bytes
     """The token ids as 32-bit ints (native order); :attr:`token_ids` reads them."""
     logprob_values: bytes
-    """One 64-bit float per token, NaN for none; :attr:`logprobs` reads them."""
+    """One 32-bit float per token, NaN for none (as :attr:`Tokens.logprobs`; 64-bit floats, 8
+    bytes per token, are converted on construction); :attr:`logprobs` reads them."""
     mask: bytes
     """One byte (0 or 1) per token; :attr:`loss_mask` reads them."""
     responses: tuple[int, ...]
     reason: str
+
+    def __post_init__(self) -> None:
+        if self.logprob_values and len(self.logprob_values) == 8 * len(self.mask):
+            object.__setattr__(self, "logprob_values", array("f", _unpack_doubles(self.logprob_values)).tobytes())
 
     @property
     def token_ids(self) -> list[int]:
@@ -59,7 +64,7 @@ class Branch:
     @property
     def logprobs(self) -> list[float | None]:
         """One log-probability per token: the sampled tokens' where the server gave one, else None."""
-        values = array("d")
+        values = array("f")
         values.frombytes(self.logprob_values)
         return [None if v != v else v for v in values]
 
@@ -82,13 +87,14 @@ class Branch:
 
         ``compact=True`` (how batch records keep it) gives base64 strings of little-endian values
         instead of lists: ``token_ids`` (32-bit ints), ``loss_mask`` (one byte per token) and, in
-        place of ``logprobs``, ``sampled_logprobs`` (64-bit floats, NaN for none) of the tokens
-        whose mask is 1 only, as every other token's is None; :meth:`from_dict` reads both forms.
+        place of ``logprobs``, ``sampled_logprobs`` (32-bit floats, NaN for none; records written
+        before logprobs were kept as 32-bit floats hold 64-bit ones) of the tokens whose mask is 1
+        only, as every other token's is None; :meth:`from_dict` reads both forms.
         """
         if compact:
             return {
                 "token_ids": _b64(little_endian(self.ids, "i")),
-                "sampled_logprobs": _b64(little_endian(self._sampled_logprobs(), "d")),
+                "sampled_logprobs": _b64(little_endian(self._sampled_logprobs(), "f")),
                 "loss_mask": _b64(self.mask),
                 "responses": list(self.responses),
                 "reason": self.reason,
@@ -108,7 +114,7 @@ class Branch:
         while start >= 0:
             end = self.mask.find(0, start)
             end = len(self.mask) if end < 0 else end
-            pieces.append(self.logprob_values[start * 8 : end * 8])
+            pieces.append(self.logprob_values[start * 4 : end * 4])
             start = self.mask.find(1, end)
         return b"".join(pieces)
 
@@ -120,7 +126,7 @@ class Branch:
                 ids, logprobs, mask = _compact_arrays(data)
             else:
                 ids = array("i", data["token_ids"])
-                logprobs = array("d", [math.nan if v is None else v for v in data["logprobs"]])
+                logprobs = array("f", [math.nan if v is None else v for v in data["logprobs"]])
                 mask = bytes(data["loss_mask"])
             responses = tuple(int(p) for p in data.get("responses", ()))
             reason = str(data.get("reason", ""))
@@ -155,17 +161,28 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _unpack_doubles(data: bytes) -> array[float]:
+    values = array("d")
+    values.frombytes(data)
+    return values
+
+
 def _compact_arrays(data: Mapping[str, Any]) -> tuple[array[int], array[float], bytes]:
     """The arrays of a compact branch dict (base64 of little-endian values; the sampled tokens'
     logprobs only, put back in place with None, NaN, for every other token)."""
     ids = array("i")
     ids.frombytes(native_order(base64.b64decode(data["token_ids"], validate=True), "i"))
     mask = base64.b64decode(data["loss_mask"], validate=True)
-    sampled = array("d")
-    sampled.frombytes(native_order(base64.b64decode(data["sampled_logprobs"], validate=True), "d"))
-    if len(sampled) != mask.count(1):
-        raise ValueError(f"{len(sampled)} sampled logprobs for a mask of {mask.count(1)} sampled tokens")
-    logprobs = array("d", _NAN * len(mask))
+    raw = base64.b64decode(data["sampled_logprobs"], validate=True)
+    count = mask.count(1)
+    if count and len(raw) == 8 * count:  # written before logprobs were kept as 32-bit floats
+        sampled = array("f", _unpack_doubles(native_order(raw, "d")))
+    else:
+        sampled = array("f")
+        sampled.frombytes(native_order(raw, "f"))
+    if len(sampled) != count:
+        raise ValueError(f"{len(sampled)} sampled logprobs for a mask of {count} sampled tokens")
+    logprobs = array("f", _NAN * len(mask))
     values = iter(sampled)
     for position, flag in enumerate(mask):
         if flag:

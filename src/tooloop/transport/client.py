@@ -279,6 +279,11 @@ class Client:
         response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
         return loads(await response.read())
 
+    async def post_bytes(self, path: str, body: Any) -> bytes:
+        """Send ``body`` (or JSON already encoded, as bytes); the answer's body, not parsed."""
+        response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
+        return await response.read()
+
     async def post(self, path: str, body: Any) -> Response:
         """Send ``body`` (or JSON already encoded, as bytes), retrying as the policy says; the
         successful response, its body not yet read (a stream's events: :mod:`.sse`)."""

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...errors import ConfigurationError, ProviderError
 from ...events import EventHandler
-from ...messages import ModelResponse
-from ...transport.client import Client, StatusError, StreamError, lean_eligible
+from ...messages import ModelResponse, Tokens
+from ...transport.client import Client, StatusError, StreamError, lean_eligible, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS
 from ...transport.perloop import PerLoop
 from ...transport.retry import RetryPolicy
@@ -59,7 +59,17 @@ from .token_in import (
     read_completion,
     token_in_prompt,
 )
-from .tokens import TokenServer, capture_fields, check_token_server, compacted, with_tokens
+from .tokens import (
+    PromptHeads,
+    TokenServer,
+    capture_fields,
+    check_token_server,
+    compacted,
+    kept,
+    last_tokens,
+    read_captured,
+    with_tokens,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -288,6 +298,7 @@ class OpenAIChatModel(ProviderModel):
         self._token_server = token_server
         server = check_token_server(token_server)
         self._capture: dict[str, Any] | None = capture_fields(server) if capture_tokens else None
+        self._heads = PromptHeads()  # the starts of prompts this model's conversations share
         self._plain_only = capture_tokens and server == "sglang"  # SGLang refuses prompt ids on a stream
         self._native = native_output
         self._request = ChatRequest(
@@ -343,48 +354,54 @@ class OpenAIChatModel(ProviderModel):
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
         """:meth:`_send` asking the server for the exact tokens, and reading them into the response,
-        kept as the ids after the previous response's where the prompt continues them."""
-        response = await self._captured(request, settings, stream, on_event)
-        return compacted(response, request.messages)
-
-    async def _captured(
-        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
+        kept as the ids after the previous response's where the prompt continues them (else after a
+        start of prompt shared with other conversations: :class:`.tokens.PromptHeads`)."""
+        previous = last_tokens(request.messages)
         body = self._request.body(request, settings)
         if self._token_in is None:
-            return await self._capture_messages(body, stream, on_event)
+            return await self._capture_messages(body, stream, on_event, previous)
         try:
-            previous = previous_tokens(request.messages)
-            prompt, context = await token_in_prompt(self._token_in, body, previous)
+            continued = previous_tokens(request.messages)
+            prompt, context = await token_in_prompt(self._token_in, body, continued)
         except TokenInUnavailable as exc:
-            response = await self._capture_messages(body, stream, on_event)
+            response = await self._capture_messages(body, stream, on_event, previous)
             if str(exc) == FIRST or response.tokens is None:
                 return response
             return replace(response, tokens=replace(response.tokens, fallback=str(exc)))
         if self._token_server == "sglang":  # its chat endpoint takes the ids as they are
             body["input_ids"] = prompt
-            return await self._capture_messages(body, False, on_event)
+            return await self._capture_messages(body, False, on_event, previous)
         completion = completions_body(self.name, prompt, settings, context)
         self._sent(completion)
         data = await self._channel.post_json(COMPLETIONS_PATH, self._channel.encode(completion))
         self._received(data)
-        return read_completion(data, prompt, self.provider)
+        return compacted(read_completion(data, prompt, self.provider), previous, self._heads)
 
     async def _capture_messages(
-        self, body: dict[str, Any], stream: bool, on_event: EventHandler | None
+        self, body: dict[str, Any], stream: bool, on_event: EventHandler | None, previous: Tokens | None
     ) -> ModelResponse:
-        """A chat request asking for the exact tokens (message-in), with them read into the response."""
+        """A chat request asking for the exact tokens (message-in), with them read into the response
+        and kept compactly (:func:`.tokens.compacted`: ``previous`` is the last response's)."""
         assert self._capture is not None
         for name, value in self._capture.items():
             body.setdefault(name, value)
         if stream:
-            return await self._stream(body, on_event, CapturingStreamReader)
+            return compacted(await self._stream(body, on_event, CapturingStreamReader), previous, self._heads)
         self._sent(body)
         payload = self._channel.encode(body)
         del body
-        data = await self._channel.post_json(self._path, payload)
-        self._received(data)
-        return with_tokens(parse_completion(data, self.provider), data)
+        channel = self._channel
+        if isinstance(channel, Client) and not listening():
+            raw = await channel.post_bytes(self._path, payload)
+            read = read_captured(raw, self.provider)
+            if read is not None:
+                response, tokens = read
+                return replace(response, tokens=kept(tokens, previous, self._heads))
+            data = loads(raw)  # the general reader says what is wrong with it
+        else:
+            data = await channel.post_json(self._path, payload)
+            self._received(data)
+        return compacted(with_tokens(parse_completion(data, self.provider), data), previous, self._heads)
 
     async def _plain(self, body: dict[str, Any]) -> ModelResponse:
         self._sent(body)

@@ -15,16 +15,32 @@ is kept with a ``problem`` that says so: a trajectory never trains on it.
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from ...errors import ConfigurationError
-from ...messages import Message, ModelResponse, Tokens, response_messages
-from .chunks import Chunk
+import msgspec
 
-__all__ = ["TOKEN_SERVERS", "StreamTokens", "TokenServer", "capture_fields", "compacted", "read_tokens", "with_tokens"]
+from ...errors import ConfigurationError
+from ...messages import Message, ModelResponse, Tokens, ids_bytes, response_messages
+from .chunks import Chunk
+from .response import parse_completion
+
+__all__ = [
+    "TOKEN_SERVERS",
+    "PromptHeads",
+    "StreamTokens",
+    "TokenServer",
+    "capture_fields",
+    "compacted",
+    "kept",
+    "last_tokens",
+    "read_captured",
+    "read_tokens",
+    "with_tokens",
+]
 
 TokenServer = Literal["vllm", "sglang"]
 TOKEN_SERVERS: tuple[TokenServer, ...] = ("vllm", "sglang")
@@ -51,17 +67,86 @@ def with_tokens(response: ModelResponse, data: Mapping[str, Any]) -> ModelRespon
     return replace(response, tokens=read_tokens(data, response))
 
 
-def compacted(response: ModelResponse, history: Sequence[Message]) -> ModelResponse:
-    """``response`` with its prompt ids kept as those after the last earlier response's prompt
-    and completion ids in ``history``, when they continue them (:meth:`Tokens.continuing`): a
-    conversation then holds each token once, not every turn's whole prompt again."""
-    if response.tokens is None:
-        return response
+def last_tokens(history: Sequence[Message]) -> Tokens | None:
+    """The tokens of the last response in ``history`` that has some."""
     previous = None
     for _, message in response_messages(history):
         previous = message.tokens if message.tokens is not None else previous
-    tokens = response.tokens.continuing(previous)
+    return previous
+
+
+def compacted(response: ModelResponse, previous: Tokens | None, heads: PromptHeads | None = None) -> ModelResponse:
+    """``response`` with its prompt ids kept as those after ``previous``' prompt and completion
+    ids (the last earlier response's, :func:`last_tokens`) when they continue them
+    (:meth:`Tokens.continuing`), else as those after a start of prompt ``heads`` shares: a
+    conversation then holds each token once, not every turn's whole prompt again."""
+    if response.tokens is None:
+        return response
+    tokens = kept(response.tokens, previous, heads)
     return response if tokens is response.tokens else replace(response, tokens=tokens)
+
+
+def kept(tokens: Tokens, previous: Tokens | None, heads: PromptHeads | None) -> Tokens:
+    """``tokens`` as :func:`compacted` keeps them (unchanged when they are kept so already)."""
+    tokens = tokens.continuing(previous)
+    return tokens if heads is None or tokens.extends is not None else heads.share(tokens)
+
+
+_SHARED_MIN = 64 * 4
+"""Bytes (64 ids): a shorter common start is not worth a head of its own."""
+_KEY_SIZE = 32 * 4
+_MAX_KEYS = 64
+_MAX_HEADS = 8
+
+
+class PromptHeads:
+    """The starts of first prompts that the conversations of one model share, each kept once.
+
+    A batch's conversations mostly begin alike: the system prompt and the tools' definitions,
+    and in a GRPO-style group the whole first prompt. A response whose prompt continues no
+    earlier response keeps only the ids after the longest such start (a :class:`Tokens` with a
+    prompt and no completion, as its ``extends``); :attr:`Tokens.whole_prompt` puts them
+    together again. Prompts are grouped by their first 32 ids; for each group the last prompt
+    seen and up to 8 heads (nested starts of it) are remembered, for up to 64 groups. Several
+    threads may share one: a race loses a chance to share, never an id.
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, tuple[bytes, tuple[Tokens, ...]]] = {}
+
+    def share(self, tokens: Tokens) -> Tokens:
+        """``tokens`` (whose prompt is whole: no ``extends``) with their prompt after a shared head."""
+        prompt = tokens.prompt
+        if tokens.extends is not None or len(prompt) < _SHARED_MIN or tokens.problem is not None:
+            return tokens
+        key = prompt[:_KEY_SIZE]
+        last, heads = self._seen.get(key, (b"", ()))
+        size = _common_start(prompt, last)
+        heads = tuple(head for head in heads if len(head.prompt) <= size)  # those still starts of both
+        if size >= _SHARED_MIN and len(heads) < _MAX_HEADS and (not heads or len(heads[-1].prompt) < size):
+            heads += (Tokens(prompt[:size]),)
+        if len(self._seen) >= _MAX_KEYS and key not in self._seen:
+            self._seen.clear()
+        self._seen[key] = (prompt, heads)
+        if not heads:
+            return tokens
+        head = heads[-1]
+        rest = prompt[len(head.prompt) :]
+        return Tokens(rest, tokens.completion, tokens.logprobs, tokens.problem, tokens.fallback, head)
+
+
+def _common_start(a: bytes, b: bytes) -> int:
+    """The length in bytes of the longest run of whole ids that ``a`` and ``b`` both start with."""
+    low, high = 0, min(len(a), len(b)) // 4
+    while low < high:  # a few comparisons in C, however long the prompts
+        middle = (low + high + 1) // 2
+        if a.startswith(b[: middle * 4]):
+            low = middle
+        else:
+            high = middle - 1
+    return low * 4
 
 
 def read_tokens(data: Mapping[str, Any], response: ModelResponse) -> Tokens:
@@ -71,14 +156,75 @@ def read_tokens(data: Mapping[str, Any], response: ModelResponse) -> Tokens:
     prompt = data.get("prompt_token_ids")
     if prompt is None:
         prompt = choice.get("prompt_token_ids")
-    completion = choice.get("token_ids")
-    logprobs = _content_logprobs(choice.get("logprobs"))
+    return _tokens(prompt, choice.get("token_ids"), _content_logprobs(choice.get("logprobs")), choice, response)
+
+
+def _tokens(prompt: Any, completion: Any, logprobs: Any, choice: Mapping[str, Any], response: ModelResponse) -> Tokens:
     meta = choice.get("meta_info")
     if isinstance(meta, Mapping) and (completion is None or logprobs is None):
         meta_ids, meta_logprobs = _meta_tokens(meta.get("output_token_logprobs"))
         completion = meta_ids if completion is None else completion
         logprobs = meta_logprobs if logprobs is None else logprobs
     return checked(prompt, completion, logprobs, response)
+
+
+class _Logprob(msgspec.Struct, gc=False):
+    logprob: float | None = None
+
+
+class _Logprobs(msgspec.Struct, gc=False):
+    content: list[_Logprob] | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    message: Any = None
+    finish_reason: Any = None
+    stop_reason: Any = None
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
+    logprobs: _Logprobs | None = None
+    meta_info: Any = None
+
+
+class _Completion(msgspec.Struct, gc=False):
+    choices: list[_Choice] | None = None
+    id: Any = None
+    model: Any = None
+    usage: Any = None
+    prompt_token_ids: list[int] | None = None
+
+
+_completion = msgspec.json.Decoder(_Completion)
+
+
+def read_captured(raw: bytes, provider: str) -> tuple[ModelResponse, Tokens] | None:
+    """The response in a plain Chat Completions body ``raw`` (JSON) and its tokens, or None when
+    the body is not the usual shape (the caller then reads it as a dict, :func:`read_tokens`).
+
+    A captured answer is mostly token ids and a ``{"token", "logprob", "bytes", "top_logprobs"}``
+    object per sampled token; decoded into dicts, that is a dict, a string and a list per
+    token for one float. Typed decoding reads the floats and ids and skips the rest.
+    """
+    try:
+        body = _completion.decode(raw)
+    except msgspec.MsgspecError:  # not JSON, or not the usual shape: the general reader says what is wrong
+        return None
+    if not body.choices:
+        return None
+    choice = body.choices[0]
+    data = {
+        "id": body.id,
+        "model": body.model,
+        "usage": body.usage,
+        "choices": [
+            {"message": choice.message, "finish_reason": choice.finish_reason, "stop_reason": choice.stop_reason}
+        ],
+    }
+    response = parse_completion(data, provider)
+    prompt = body.prompt_token_ids if body.prompt_token_ids is not None else choice.prompt_token_ids
+    content = choice.logprobs.content if choice.logprobs is not None else None
+    logprobs = None if content is None else [item.logprob for item in content]
+    return response, _tokens(prompt, choice.token_ids, logprobs, {"meta_info": choice.meta_info}, response)
 
 
 def _content_logprobs(value: Any) -> list[float | None] | None:
@@ -112,26 +258,26 @@ def checked(prompt: Any, completion: Any, logprobs: Any, response: ModelResponse
     if completion is None and prompt is None:
         return Tokens(problem="the server sent no token ids (does it support return_token_ids?)")
     try:
-        tokens = Tokens.of(prompt or (), completion or ())
+        prompt_bytes, completion_bytes = ids_bytes(prompt or (), "prompt"), ids_bytes(completion or (), "completion")
     except ValueError as exc:
         return Tokens(problem=f"the server sent unreadable token ids: {exc}")
-    problem = _mismatch(tokens, prompt, completion, response)
+    problem = _mismatch(len(prompt_bytes) // 4, len(completion_bytes) // 4, prompt, completion, response)
+    packed = b""
     if logprobs is not None:
         count = len(completion or ())
         if len(logprobs) != count:
             problem = problem or f"the server sent {len(logprobs)} logprobs for {count} completion ids"
         else:
             packed, trouble = _packed(logprobs)
-            tokens = replace(tokens, logprobs=packed)
             problem = problem or trouble
-    return replace(tokens, problem=problem) if problem else tokens
+    return Tokens(prompt_bytes, completion_bytes, packed, problem)
 
 
 def _packed(logprobs: Any) -> tuple[bytes, str | None]:
-    """The logprobs as 64-bit floats (NaN for none), and what was wrong with them."""
-    try:
-        return array("d", logprobs).tobytes(), None  # the usual case: every one a number, in one C call
-    except TypeError:
+    """The logprobs as 32-bit floats (NaN for none), and what was wrong with them."""
+    try:  # the usual case: every one a number, in one C call (struct converts each directly)
+        return struct.pack(f"{len(logprobs)}f", *logprobs), None
+    except (struct.error, OverflowError):  # a None, something else, or a number no 32-bit float holds
         pass
     try:
         return Tokens.of((), (0,) * len(logprobs), _numbers(logprobs)).logprobs, None
@@ -149,16 +295,14 @@ def _numbers(values: Iterable[Any]) -> list[float | None]:
     return out
 
 
-def _mismatch(tokens: Tokens, prompt: Any, completion: Any, response: ModelResponse) -> str | None:
+def _mismatch(seen: int, sampled: int, prompt: Any, completion: Any, response: ModelResponse) -> str | None:
     if prompt is None:
         return "the server sent no prompt token ids"
     if completion is None:
         return "the server sent no completion token ids"
     usage = response.usage
-    sampled = len(tokens.completion) // 4
     if usage.output_tokens and usage.output_tokens != sampled:
         return f"the server sent {sampled} completion ids but counted {usage.output_tokens} completion tokens"
-    seen = len(tokens.prompt) // 4
     if usage.input_tokens and usage.input_tokens != seen:
         return f"the server sent {seen} prompt ids but counted {usage.input_tokens} prompt tokens"
     return None
