@@ -48,3 +48,4 @@ async def test_the_web_viewer_shows_a_subagents_session(
     child = page(server, "/s/lead.c1")
     assert "look_up" in child and "tides: the moon" in child
     assert "lead.c1" in page(server, "/")
+    assert '<a href="/s/lead.c1">lead.c1</a>' in page(server, "/s/lead")  # the parent's call links to it
