@@ -19,6 +19,7 @@ The rules (documented in docs/providers.md, "Switching providers mid-conversatio
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
@@ -78,6 +79,12 @@ def own_thinking(parts: Sequence[ThinkingPart], provider: str) -> tuple[Thinking
     return tuple(p for p in parts if p.provider == provider)
 
 
+@functools.cache
+def _patterns(allowed: str, min_length: int, max_length: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A valid id's pattern and the pattern of the characters to strip (made once: a mapper is made per request)."""
+    return re.compile(f"^[{allowed}]{{{min_length},{max_length}}}$"), re.compile(f"[^{allowed}]")
+
+
 class IdMapper:
     """Rewrites tool-call ids that break a provider's rule, the same way for a call and its result.
 
@@ -91,8 +98,7 @@ class IdMapper:
     def __init__(
         self, allowed: str = "a-zA-Z0-9_-", max_length: int = 64, prefix: str = "call_", *, min_length: int = 1
     ):
-        self._valid = re.compile(f"^[{allowed}]{{{min_length},{max_length}}}$")
-        self._strip = re.compile(f"[^{allowed}]")
+        self._valid, self._strip = _patterns(allowed, min_length, max_length)
         self._max = max_length
         self._min = min_length
         self._prefix = prefix

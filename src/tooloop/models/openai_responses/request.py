@@ -9,7 +9,6 @@ deferred functions marked ``defer_loading``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
@@ -26,8 +25,9 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import ToolOutcome, for_model, native_parts
-from ..base import ModelRequest, ModelSettings
+from ..base import ModelRequest, ModelSettings, ToolDefinition
 from ..inputs import data_url, file_name, refuse
+from ..openai_chat.request import encode_arguments
 from ..openai_chat.schema import strict_schema
 from ..portable import IdMapper, ToolBatch, Turn, turns
 
@@ -53,6 +53,16 @@ class ResponsesRequest:
         self.model = model
         self._include = include
         self._reasoning = reasoning
+        self._tools_in: tuple[tuple[ToolDefinition, ...], bool] | None = None
+        self._tools_out: list[dict[str, Any]] = []
+
+    def _tools(self, request: ModelRequest) -> list[dict[str, Any]]:
+        """The tools' specs, made again only when they change (the same definitions every turn)."""
+        key = (request.tools, request.tool_search)
+        if key != self._tools_in:
+            self._tools_out = _tools(request)
+            self._tools_in = key
+        return self._tools_out
 
     def params(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` included)."""
@@ -67,7 +77,7 @@ class ResponsesRequest:
         if self._reasoning:
             params["reasoning"] = self._reasoning
         if request.tools:
-            params["tools"] = _tools(request)
+            params["tools"] = self._tools(request)
             params["tool_choice"] = request.tool_choice
         output = request.output
         if output is not None:
@@ -186,7 +196,7 @@ def _batch_items(batch: ToolBatch, ids: IdMapper, tool_search: bool = False) -> 
     outputs: list[dict[str, Any]] = []
     for call in batch.calls:
         call_id = ids(call.tool_call_id)
-        arguments = call.raw_arguments if call.raw_arguments is not None else _json_text(call.arguments)
+        arguments = call.raw_arguments if call.raw_arguments is not None else encode_arguments(call.arguments)
         items.append({"type": "function_call", "call_id": call_id, "name": call.tool_name, "arguments": arguments})
         outputs.append({"type": "function_call_output", "call_id": call_id, "output": _output(for_model(call))})
     return items + outputs
@@ -207,7 +217,3 @@ def _output_item(part: TextContent | ImageContent) -> dict[str, Any]:
     if isinstance(part, TextContent):
         return {"type": "input_text", "text": part.text}
     return {"type": "input_image", "image_url": f"data:{part.mime_type};base64,{part.data}"}
-
-
-def _json_text(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(dict(arguments), ensure_ascii=False)
