@@ -161,7 +161,9 @@ async def test_openai_responses_recorded_cache_and_reasoning(
     assert (usage.output_tokens, usage.reasoning_tokens) == (block["output_tokens"], reasoning)
     # gpt-5, per million (platform.openai.com/docs/pricing): input $1.25, cached input $0.125,
     # output $10 (reasoning tokens are billed as output and are inside output_tokens)
-    assert usage.cost == _price((block["input_tokens"] - cached, "1.25"), (cached, "0.125"), (block["output_tokens"], "10"))
+    assert usage.cost == _price(
+        (block["input_tokens"] - cached, "1.25"), (cached, "0.125"), (block["output_tokens"], "10")
+    )
 
 
 async def test_gemini_recorded_implicit_cache_hit_with_thinking(wire: WireServer) -> None:
