@@ -16,6 +16,7 @@ import json
 import multiprocessing
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000, help="conversations per batch (default 10,000)")
     parser.add_argument("--turns", type=int, default=1, help="tool rounds per conversation (default 1)")
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--repeat", type=int, default=2, help="runs of each configuration (default 2)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration (default 3)")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
@@ -118,9 +119,12 @@ def main() -> None:
     for kept in ("file", "memory"):
         off = [r for r in rows if r["kept"] == kept and not r["capture"]]
         on = [r for r in rows if r["kept"] == kept and r["capture"]]
-        cpu = min(r["cpu_s"] for r in on) / min(r["cpu_s"] for r in off)
-        rss = max(r["peak_rss_mb"] for r in on) / max(r["peak_rss_mb"] for r in off)
-        print(f"{kept}: capture on / off: CPU x{cpu:.2f} (best of each), peak RSS x{rss:.2f} (largest of each)")
+        cpu_off, cpu_on = (statistics.median(r["cpu_s"] for r in rs) for rs in (off, on))
+        rss_off, rss_on = (statistics.median(r["peak_rss_mb"] for r in rs) for rs in (off, on))
+        print(
+            f"{kept}: client CPU {cpu_off:.2f} s off, {cpu_on:.2f} s on (x{cpu_on / cpu_off:.2f}); "
+            f"peak RSS {rss_off:.1f} MB off, {rss_on:.1f} MB on (x{rss_on / rss_off:.2f}); medians of {len(on)} runs"
+        )
 
 
 if __name__ == "__main__":
