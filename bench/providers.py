@@ -587,9 +587,9 @@ def merged(runs: list[Any]) -> Any:
     first = runs[0]
     if isinstance(first, dict):
         return {key: merged([r[key] for r in runs if key in r]) for key in first}
-    if isinstance(first, int | float) and not isinstance(first, bool):
-        return statistics.median(runs)
-    return first
+    if isinstance(first, bool) or not isinstance(first, int | float) or all(r == first for r in runs):
+        return first
+    return statistics.median(runs)
 
 
 def rereport(files: list[str]) -> None:
