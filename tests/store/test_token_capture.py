@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.rollouts.conftest import agent_for, lookup_policy, responses
+from tests.rollouts.conftest import agent_for, f32, lookup_policy, responses
 from tooloop.rollouts import Trajectory
 from tooloop.store import BaseStore
 from tooloop.testing.token_server import serve
@@ -22,7 +22,7 @@ async def test_a_stored_session_keeps_every_responses_tokens(store: BaseStore) -
         assert message.tokens is not None and message.tokens.ok
         assert message.tokens.prompt_ids.tolist() == prompt
         assert message.tokens.completion_ids.tolist() == completion
-        assert message.tokens.completion_logprobs == logprobs
+        assert message.tokens.completion_logprobs == f32(logprobs)  # kept as 32-bit floats
 
 
 async def test_a_stored_sessions_trajectory_is_the_runs(store: BaseStore) -> None:
