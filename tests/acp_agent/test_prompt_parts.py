@@ -25,10 +25,10 @@ BLOCKS = [
     schema.AudioContentBlock(type="audio", data=WAV, mime_type="audio/wav"),
     schema.EmbeddedResourceContentBlock(
         type="resource",
-        resource=schema.BlobResourceContents(uri="file:///work/report.pdf", blob=PDF, mime_type="application/pdf"),
+        resource=schema.BlobResourceContents(uri="file:///home/user/report.pdf", blob=PDF, mime_type="application/pdf"),
     ),
     schema.EmbeddedResourceContentBlock(
-        type="resource", resource=schema.TextResourceContents(uri="file:///work/a.txt", text="alpha")
+        type="resource", resource=schema.TextResourceContents(uri="file:///home/user/a.txt", text="alpha")
     ),
 ]
 CHAT_CONTENT = [
@@ -36,7 +36,7 @@ CHAT_CONTENT = [
     {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
     {"type": "input_audio", "input_audio": {"data": WAV, "format": "wav"}},
     {"type": "file", "file": {"filename": "report.pdf", "file_data": f"data:application/pdf;base64,{PDF}"}},
-    {"type": "text", "text": '<resource uri="file:///work/a.txt">\nalpha\n</resource>'},
+    {"type": "text", "text": '<resource uri="file:///home/user/a.txt">\nalpha\n</resource>'},
 ]
 
 
