@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import tooloop
 
@@ -137,16 +141,97 @@ def test_public_classes_and_functions_have_docstrings() -> None:
             assert (getattr(value, "__doc__", None) or "").strip(), name
 
 
-def test_import_tooloop_imports_no_provider_sdk_and_no_pydantic() -> None:
-    code = (
-        "import sys, json, tooloop\n"
-        "heavy = ('openai', 'anthropic', 'google.genai', 'pydantic', 'httpx')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('google.genai'))))"
-    )
+def _fresh(code: str) -> Any:
+    """What ``code`` prints as JSON, run in a fresh interpreter on this tree's package."""
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(SRC)}
     )
-    assert json.loads(out.stdout) == []
+    return json.loads(out.stdout)
+
+
+# What ``import tooloop`` must leave out of a fresh process: every public name is imported on
+# first use (the package's ``__getattr__``), so the bare import costs next to nothing.
+HEAVY = (
+    "asyncio",
+    "pydantic",
+    "pydantic_core",
+    "openai",
+    "anthropic",
+    "google",
+    "httpx",
+    "httpx2",
+    "msgspec",
+    "orjson",
+    "genai_prices",
+    "docstring_parser",
+    "typing",
+    "dataclasses",
+    "inspect",
+    "logging",
+    "socket",
+    "ssl",
+    "urllib",
+    "email",
+    "http",
+    "importlib.metadata",
+    "tooloop.agent",
+    "tooloop.messages",
+    "tooloop.models",
+    "tooloop.errors",
+)
+
+
+def test_import_tooloop_loads_none_of_the_heavy_modules() -> None:
+    code = (
+        "import sys, json, tooloop\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))))"
+    )
+    assert _fresh(code) == []
+
+
+def test_every_public_name_resolves_in_a_fresh_process_and_lists_in_dir() -> None:
+    code = (
+        "import json, tooloop\n"
+        "names = sorted(tooloop.__all__)\n"
+        "missing = [n for n in names if n not in dir(tooloop)]\n"
+        "unresolved = [n for n in names if getattr(tooloop, n, None) is None]\n"
+        "print(json.dumps([missing, unresolved]))"
+    )
+    assert _fresh(code) == [[], []]
+
+
+def test_a_lazy_name_is_the_object_its_module_defines() -> None:
+    import tooloop.agent
+    import tooloop.models.registry
+
+    assert tooloop.Agent is tooloop.agent.Agent
+    assert tooloop.get_model is tooloop.models.registry.get_model
+    with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
+        _ = tooloop.Agnet  # type: ignore[attr-defined]
+
+
+def test_type_checkers_see_the_names_the_package_resolves() -> None:
+    """The ``if TYPE_CHECKING:`` imports (what mypy and IDEs read) and the lazy table agree."""
+    tree = ast.parse((SRC / "tooloop" / "__init__.py").read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    typed = {
+        alias.asname or alias.name: f"{'.' * node.level}{node.module}"
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == tooloop._LAZY
+    assert set(tooloop.__all__) - {"__version__", "load_agent"} <= set(typed)
+
+
+def test_the_subsystems_are_registered_without_importing_the_package_names() -> None:
+    code = (
+        "import json\n"
+        "from tooloop.models.registry import get_model, registered_providers\n"
+        "print(json.dumps([get_model('test:echo').name, 'test' in {p.name for p in registered_providers()}]))"
+    )
+    assert _fresh(code) == ["test:echo", True]
 
 
 def test_the_version_is_the_one_the_package_metadata_gives() -> None:

@@ -4,7 +4,8 @@ Built-in providers register here through the same :func:`register_provider` thir
 A provider's module is imported only when a model of that provider is created, so
 ``import tooloop`` never loads a provider SDK. Subsystems above the models (the scripted test
 models, ``tooloop.toml``'s ``[models]``) plug in through the same hooks: :func:`register_provider`
-and :func:`register_model_config_source`, called by the package when it is imported.
+and :func:`register_model_config_source`, called (by ``tooloop._register_subsystems``) when this
+module is first imported.
 """
 
 from __future__ import annotations
@@ -467,3 +468,10 @@ def _split_settings(settings: ModelSettings | None, options: dict[str, Any]) -> 
         sampling["stop"] = tuple(sampling["stop"])
     base = settings or ModelSettings()
     return (base.merged(ModelSettings(**sampling)) if sampling else base), options
+
+
+# The subsystems above the models (the scripted test models, tooloop.toml's [models], provider
+# plugins) register here; the package names them, so this layer does not.
+from .. import _register_subsystems  # noqa: E402  (needs the functions above)
+
+_register_subsystems()
