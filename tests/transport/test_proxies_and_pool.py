@@ -50,6 +50,35 @@ async def test_no_proxy_sends_requests_directly(
     assert "via" not in upstream.seen[token].headers[0]
 
 
+_ELIGIBLE = textwrap.dedent(
+    """
+    import json, sys
+    from tooloop.transport.client import lean_eligible
+    print(json.dumps([lean_eligible("http://127.0.0.1:9/v1"), "urllib.request" in sys.modules]))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, [True, False]),  # no proxy variable: decided without importing urllib.request
+        ({"all_proxy": "http://127.0.0.1:3128"}, [False, True]),
+        ({"HTTP_PROXY": "http://127.0.0.1:3128", "NO_PROXY": "127.0.0.1"}, [True, True]),
+        ({"HTTPS_PROXY": "http://127.0.0.1:3128"}, [True, True]),  # not for http://
+        ({"Http_Proxy": "http://127.0.0.1:3128"}, [False, True]),  # any case, as the standard library reads them
+    ],
+)
+def test_lean_eligible_reads_the_proxy_variables(variables: dict[str, str], expected: list[bool]) -> None:
+    import json
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env |= {"PYTHONPATH": str(ROOT / "src"), **variables}
+    out = subprocess.run([sys.executable, "-c", _ELIGIBLE], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == expected
+
+
 _CONVERSATIONS = textwrap.dedent(
     """
     import asyncio, resource, sys

@@ -16,7 +16,6 @@ table. :mod:`.sdk` is the SDK fallback.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -32,6 +31,7 @@ from ...transport.retry import RetryPolicy
 from ..adapter import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
+    USER_AGENT,
     ErrorBody,
     ProviderModel,
     check_max_connections,
@@ -173,7 +173,7 @@ def _lean_headers(key: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
-        "User-Agent": f"tooloop/{importlib.metadata.version('tooloop')}",
+        "User-Agent": USER_AGENT,
         "anthropic-version": ANTHROPIC_VERSION,
         "Authorization": f"Bearer {key}",
         "Accept-Encoding": "gzip, deflate",

@@ -19,7 +19,6 @@ into a ``cachedContents`` resource (:mod:`.caching`). See docs/providers.md.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import math
 import os
 import platform
@@ -35,6 +34,7 @@ from ...transport.retry import RetryPolicy, retry_after
 from ..adapter import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,
+    USER_AGENT,
     ErrorBody,
     ProviderModel,
     check_retries,
@@ -244,7 +244,7 @@ def _checked_key(key: str | None) -> str:
 
 def _headers(key: str, deadline: str) -> dict[str, str]:
     """The headers ``google-genai`` sends, with tooloop as the client library."""
-    agent = f"tooloop/{importlib.metadata.version('tooloop')} gl-python/{platform.python_version()}"
+    agent = f"{USER_AGENT} gl-python/{platform.python_version()}"
     return {
         "accept": "*/*",
         "accept-encoding": "gzip, deflate",
