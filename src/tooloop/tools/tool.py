@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, overload
 
 from .._checks import describe, require, require_count, require_seconds, require_text
-from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolArgumentsError
+from ..errors import ArgumentTypeError, ArgumentValueError, ConfigurationError
 from ..messages import thaw
 from ..models.base import ToolDefinition
 from .threads import Limiter, start_in_thread
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     from ..loop.cancel import CancelToken
+    from .schema import Arguments
 
     DepsT = TypeVar("DepsT", default=Any)
 else:
@@ -115,7 +116,10 @@ class Tool:
     """Free-form facts about the tool for front ends, never sent to the model. The ACP server
     reads ``title`` (shown to the user) and ``kind`` (an ACP tool kind such as ``"read"``)."""
     args_model: type[BaseModel] | None = field(default=None, repr=False)
+    """A pydantic model the arguments must match (None: any JSON object, unless ``arguments`` is given)."""
     context_param: str | None = field(default=None, repr=False)
+    arguments: Arguments | None = field(default=None, repr=False)
+    """How the arguments are validated (what :func:`tool` makes; from ``args_model`` when None)."""
     _limiter: Limiter | None = field(init=False, default=None, repr=False, compare=False)
     _is_async: bool = field(init=False, default=False, repr=False, compare=False)
     _definition: ToolDefinition | None = field(init=False, default=None, repr=False, compare=False)
@@ -132,6 +136,10 @@ class Tool:
             require(getattr(self, flag), bool, f"{flag} of {where}", "pass True or False")
         if self.max_concurrency is not None:
             object.__setattr__(self, "_limiter", Limiter(self.max_concurrency))
+        if self.arguments is None and self.args_model is not None:
+            from .schema import Arguments
+
+            object.__setattr__(self, "arguments", Arguments.of_model(self.args_model))
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
         # One object per tool: adapters recognise the tools of the previous request by identity.
         definition = ToolDefinition(self.name, self.description, self.parameters, self.strict)
@@ -153,16 +161,10 @@ class Tool:
 
         They are a deep copy: the function may change them without touching the recorded call.
         """
-        if self.args_model is None:
+        if self.arguments is None:
             copied = thaw(arguments)
             return copied if isinstance(copied, dict) else dict(copied)
-        from pydantic import ValidationError
-
-        try:
-            parsed = self.args_model.model_validate(thaw(arguments))
-        except ValidationError as exc:
-            raise ToolArgumentsError(_validation_message(self.name, exc)) from None
-        return dict(parsed.__dict__)  # a model's __dict__ holds exactly its field values
+        return self.arguments.validate(self.name, arguments)
 
     def limiter(self) -> Limiter | None:
         """This tool's concurrency cap, shared by every run, thread and event loop of the process."""
@@ -216,14 +218,6 @@ def _check_callable_shape(fn: Callable[..., Any], name: str) -> None:
         )
 
 
-def _validation_message(name: str, exc: Any) -> str:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
-        problems.append(f"{where}: {error.get('msg')}")
-    return f"invalid arguments for {name}: " + "; ".join(problems)
-
-
 def _build(
     fn: Callable[..., Any],
     *,
@@ -258,8 +252,8 @@ def _build(
         max_concurrency=max_concurrency,
         strict=strict,
         metadata=dict(metadata or {}),
-        args_model=schema.args_model,
         context_param=schema.context_param,
+        arguments=schema.arguments,
     )
 
 
