@@ -11,9 +11,7 @@ wait it asked for); else an exponential backoff from 0.5 s up to 8 s with jitter
 
 from __future__ import annotations
 
-import email.utils
 import math
-import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,6 +53,8 @@ class RetryPolicy:
         """Seconds to sleep before attempt ``attempt + 1`` (``wait``: what the server asked, if it said)."""
         if wait is not None and 0 < wait <= self.max_wait:
             return wait
+        import random  # here: a process that never retries does not load it
+
         return min(_INITIAL_DELAY * 2.0**attempt, _MAX_DELAY) * (1 - 0.25 * random.random())
 
 
@@ -83,6 +83,8 @@ def _number(value: str | None) -> float | None:
 
 
 def _http_date(value: str) -> float | None:
+    import email.utils  # here: HTTP dates are rare, and email.* costs a fresh process ~5 ms
+
     try:
         return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
