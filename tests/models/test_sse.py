@@ -109,6 +109,41 @@ def test_joined_takes_only_complete_one_line_data_events() -> None:
         assert SSEDecoder().joined(other, b",") is None, other
 
 
+NAMED_BODY = b'event: message_start\ndata: {"x":1}\n\nevent: ping\ndata: {}\n\nevent: e\ndata: \n\n'
+
+
+@pytest.mark.parametrize("body", [NAMED_BODY, *(body for body, _ in BODIES.values())])
+def test_named_is_the_events_of_the_usual_named_piece_and_leaves_any_other_to_feed(body: bytes) -> None:
+    for cuts in _splits(body):
+        decoder, reference = SSEDecoder(), SSEDecoder()
+        for piece in _split(body, cuts):
+            events = reference.feed(piece)
+            named = decoder.named(piece)
+            if named is None:  # not taken: the piece is read by the general rule, from the same state
+                assert decoder.feed(piece) == events, cuts
+            else:
+                assert [(name.decode(), value) for name, value in named] == events and events, cuts
+                assert SSEDecoder().named_data(piece) == [value for _, value in events], cuts
+
+
+def test_named_takes_only_complete_two_line_named_events() -> None:
+    assert SSEDecoder().named(NAMED_BODY) == [(b"message_start", b'{"x":1}'), (b"ping", b"{}"), (b"e", b"")]
+    for other in (
+        b"event: a\ndata: 1\n\nevent: b\ndata: {",  # an event still arriving
+        b"event: a\ndata: 1\ndata: 2\n\n",  # data on two lines
+        b"event: a\nid: 7\ndata: 1\n\n",  # another field
+        b"event: a\n\n",  # no data
+        b"event: a\ndata: 1\n\n: ping\n\nevent: b\ndata: 2\n\n",  # a comment between
+        b"event: a\ndata: 1\n\nxevent: b\ndata: 2\n\n",  # a line that is no field
+        b"event: a\ndata: 1\n\ndata: 2\n\n",  # an unnamed event
+        b"event: a\ndata: 1\n\n\nevent: b\ndata: 2\n\n",  # an extra blank line
+        b"event: a\r\ndata: 1\r\n\r\n",  # CRLF line ends
+        b"data: 1\n\n",  # the unnamed usual piece
+    ):
+        assert SSEDecoder().named(other) is None, other
+        assert SSEDecoder().named_data(other) is None, other
+
+
 class _Body:
     """A response body handed out in the given pieces (what SSEChunks reads from the transport)."""
 

@@ -6,11 +6,14 @@ Every provider's stream goes through :class:`SSEDecoder` (the fast paths for the
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 __all__ = ["SSEDecoder", "sse_events"]
 
 _CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
+_NAMED = re.compile(rb"event: ([^\n]*)\ndata: ([^\n]*)\n\n")
+_NAMED_DATA = re.compile(rb"event: [^\n]*\ndata: ([^\n]*)\n\n")
 
 
 class SSEDecoder:
@@ -70,6 +73,37 @@ class SSEDecoder:
         if _LF in joined:  # a line that is not a data line, or data on several lines
             return None
         return joined, len(datas)
+
+    def named(self, piece: bytes) -> list[tuple[bytes, bytes]] | None:
+        """The usual piece of a stream of named events, complete ``event:`` + one-line ``data:``
+        events and nothing else, as ``(name, data)`` bytes; None for any other piece, which is left
+        for :meth:`feed` (or :meth:`data`) to read."""
+        if not self._usual_named(piece):
+            return None
+        found: list[tuple[bytes, bytes]] = _NAMED.findall(piece)
+        return found if self._all_found(piece, len(found)) else None
+
+    def named_data(self, piece: bytes) -> list[bytes] | None:
+        """:meth:`named` without the names: the data of each event."""
+        if not self._usual_named(piece):
+            return None
+        found: list[bytes] = _NAMED_DATA.findall(piece)
+        return found if self._all_found(piece, len(found)) else None
+
+    def _usual_named(self, piece: bytes) -> bool:
+        return (
+            not self._buffer
+            and not self._cr
+            and piece.startswith(b"event: ")
+            and piece.endswith(b"\n\n")
+            and _CR not in piece
+        )
+
+    @staticmethod
+    def _all_found(piece: bytes, found: int) -> bool:
+        # Each match is one whole two-line event (three line ends, blank line included); with every
+        # event starting "event: " and as many matches as events, the matches are the piece.
+        return piece.count(b"\n") == 3 * found and piece.count(b"\n\nevent: ") == found - 1
 
     def data(self, piece: bytes) -> list[bytes]:
         """The data of the events completed by ``piece``, for readers that ignore event names."""

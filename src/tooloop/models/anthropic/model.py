@@ -300,7 +300,7 @@ class AnthropicModel(ProviderModel):
         reader = StreamReader(on_event)
         try:
             if not listening():
-                await events.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
+                await events.feed(reader)  # the hot path: no iterator between the body and the reader
             else:
                 async for event in self._tapped(aiter(events), _payload):
                     reader.feed_all((event,))

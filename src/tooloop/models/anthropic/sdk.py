@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import httpx2
@@ -21,6 +21,9 @@ from anthropic import NOT_GIVEN, AsyncAnthropic, AsyncStream
 from ...transport.client import SdkFallback, StatusError, StreamError, UnreadableError
 from ...transport.http import TransportError
 from ...transport.perloop import PerLoop
+
+if TYPE_CHECKING:
+    from .stream import StreamReader
 
 __all__ = [
     "SdkChannel",
@@ -110,6 +113,10 @@ class SdkEvents:
         """Call ``take`` with each event, in order, until the end of the body."""
         async for event in self:
             take([event])
+
+    async def feed(self, reader: StreamReader) -> None:
+        """Hand ``reader`` each event, in order, until the end of the body."""
+        await self.read(reader.feed_all)
 
     async def close(self) -> None:
         """Release the connection (read to the end or not)."""

@@ -8,13 +8,13 @@ them; deltas become events only when somebody listens. An ``error`` event raises
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import Client, StreamError, loads
+from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder, sse_events
@@ -93,8 +93,17 @@ class StreamReader:
             if self._span_parts:
                 self._flush()
 
-    def _event(self, name: str | None, data: Any) -> None:
-        kind = data.get("type") or name
+    def feed_parsed(self, names: Sequence[bytes], events: list[Any]) -> None:
+        """:meth:`feed_all` for the events of one network read already parsed, their names as sent."""
+        try:
+            for name, data in zip(names, events, strict=True):
+                self._event(name, data)
+        finally:
+            if self._span_parts:
+                self._flush()
+
+    def _event(self, name: str | bytes | None, data: Any) -> None:
+        kind = data.get("type") or (name.decode() if isinstance(name, bytes) else name)
         if kind == "content_block_delta":
             self.delta(data)
         elif kind == "content_block_start":
@@ -222,12 +231,43 @@ class LeanEvents:
             if events:
                 take(events)
 
+    async def feed(self, reader: StreamReader) -> None:
+        """Hand ``reader`` the events of each network read until the end of the body: the usual
+        piece (named one-line events) parsed in one call, any other event by event."""
+        response = self._response
+        decoder = SSEDecoder()
+        while piece := await response.piece():
+            found = decoder.named(piece)
+            if found is not None:
+                names, datas = zip(*found, strict=True) if found else ((), ())
+                parsed = _parsed(datas)
+                if parsed is not None:
+                    reader.feed_parsed(names, parsed)
+                    continue
+                events: list[tuple[str | None, bytes]] = [(name.decode(), data) for name, data in found]
+            else:
+                events = decoder.feed(piece)
+            if events:
+                reader.feed_all(events)
+
     def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
         return sse_events(self._response.iter_bytes())
 
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
+
+
+def _parsed(datas: Sequence[bytes]) -> list[Any] | None:
+    """The JSON of every event's data in one call; None when one of them is not one JSON value
+    (or only the standard library reads it), to be read one by one."""
+    if not datas:
+        return None
+    try:
+        events = fast_loads(b"[" + b",".join(datas) + b"]")
+    except ValueError:
+        return None
+    return events if len(events) == len(datas) else None
 
 
 class AnthropicClient(Client):

@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import Client, StreamError, loads
+from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import Response
 from ...transport.sse import SSEDecoder
 from .request import PROVIDER
@@ -187,7 +187,18 @@ class ResponsesEvents:
                 yield event
 
     def _decode(self, piece: bytes) -> list[Any]:
-        return [loads(data) for data in _datas(self._decoder.data(piece))]
+        datas = self._decoder.named_data(piece)
+        if datas is not None and len(datas) > 1:  # the usual piece: all its events parsed in one call
+            try:
+                events = fast_loads(b"[" + b",".join(datas) + b"]")
+            except ValueError:  # a [DONE], or JSON only the standard library reads: one by one
+                pass
+            else:
+                if len(events) == len(datas):  # else data that is not one JSON value each
+                    return events  # type: ignore[no-any-return]
+        elif datas is None:
+            datas = self._decoder.data(piece)
+        return [loads(data) for data in _datas(datas)]
 
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
