@@ -64,7 +64,7 @@ def loads(data: bytes) -> Any:
     # orjson reads integers beyond -2**63 .. 2**64 - 1 as floats (and a tool's arguments are JSON
     # in Anthropic's and Gemini's bodies, not text): 19 digits in a row, found in one pass over the
     # bytes and then, if so, not after a decimal point, send the body to the standard library.
-    if orjson is not None and (_DIGIT_RUN not in data.translate(_DIGITS) or _LONG_INTEGER.search(data) is None):
+    if orjson is not None and (_DIGIT_RUN not in data.translate(_DIGITS) or re.search(_LONG_INTEGER, data) is None):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -72,10 +72,10 @@ def loads(data: bytes) -> Any:
     return json.loads(data)
 
 
-_DIGITS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+_DIGITS = b" " * 48 + b"0" * 10 + b" " * 198
 """Each byte as ``loads`` looks for digit runs: a digit as ``0``, any other byte as a space."""
 _DIGIT_RUN = b"0" * 19
-_LONG_INTEGER = re.compile(rb"(?<![0-9.])[0-9]{19}")
+_LONG_INTEGER = rb"(?<![0-9.])[0-9]{19}"  # compiled on first use (rare), not at import
 
 
 fast_loads: Callable[[bytes], Any] = orjson.loads if orjson is not None else json.loads
