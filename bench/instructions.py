@@ -5,10 +5,13 @@ changes a profile suggests. This script counts the instructions the client proce
 space: the kernel's share of send, receive and epoll is not counted) for the two tooloop front doors
 (`bench/peers/tooloop.py`: ``agent.run``, `bench/peers/tooloop_stream.py`: ``agent.stream``) on the
 shared bench's mock, one conversation at a time, or a burst of concurrent ones in a fresh process
-(the garbage collector's work included). Each figure is the difference between a process that runs
-the conversations and one that only warms up, divided by their number, so start-up and imports
-cancel out. The counts repeat within about 1%; valgrind runs the client about fifty times slower, so
-keep the numbers small.
+(the garbage collector's work included). Each figure is what the process executes between the end
+of its warm-up and the end of its conversations (valgrind dumps a part of the profile at each of
+the two marks, ``os.sched_yield()`` calls), divided by their number: start-up and imports stay out
+whether or not their bytecode was cached (counting a whole process and subtracting one that only
+warmed up did not: when a module's cached bytecode appeared or went stale between the two runs,
+hundreds of millions of compile instructions landed in one of them). The counts repeat within
+about 1%; valgrind runs the client about fifty times slower, so keep the numbers small.
 
     python bench/instructions.py                    # K=1 and K=4, 100 sequential conversations
     python bench/instructions.py -k 4 -n 50
@@ -28,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -65,32 +70,40 @@ async def _conversations(door: str, url: str, k: int, n: int, burst: bool) -> No
     run = providers.build(door, url, model)[0] if "/" in door else build(door, url, model)
     for _ in range(3 if burst else 10):
         assert expected(k, 3) in await run(PROMPT)
+    os.sched_yield()  # the mark where valgrind starts the counted part of the profile
     if burst:
         answers = await asyncio.gather(*(run(PROMPT) for _ in range(n)))
     else:
         answers = [await run(PROMPT) for _ in range(n)]
+    os.sched_yield()  # and where it ends it
     assert all(expected(k, 3) in answer for answer in answers)
 
 
 def _count(door: str, url: str, k: int, n: int, burst: bool) -> int:
+    """Instructions executed between the worker's two marks."""
     command = [sys.executable, __file__, "--worker", door, "--url", url, "-k", str(k), "-n", str(n)]
     if burst:
         command.append("--burst-worker")
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise RuntimeError(f"valgrind run failed:\n{done.stderr[-2000:]}")
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=sched_yield", *command],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        parts = sorted(Path(folder).glob("callgrind.out.*"))
+        if done.returncode != 0 or len(parts) != 2:
+            raise RuntimeError(f"valgrind run failed ({len(parts)} marks):\n{done.stderr[-2000:]}")
+        found = re.search(r"^totals: (\d+)", parts[1].read_text(), re.MULTILINE)  # part 2: the conversations
+    if found is None:
+        raise RuntimeError("no totals in the counted part of the profile")
     return int(found.group(1))
 
 
 def per_conversation(door: str, url: str, k: int, n: int, burst: bool) -> float:
-    """Instructions per conversation: the run with n conversations minus the one with none."""
-    return (_count(door, url, k, n, burst) - _count(door, url, k, 0, burst)) / n
+    """Instructions per conversation, counted between the end of the warm-up and the last answer."""
+    return _count(door, url, k, n, burst) / n
 
 
 def main() -> None:
