@@ -83,18 +83,10 @@ class AcpServer:
         if not agent.tool_sources:
             return agent
         try:
-            from ..mcp import MCPServer
+            from ..mcp.server import asking_through
         except ConfigurationError:  # no MCP SDK: none of the sources is an MCP server
             return agent
-        sources = [
-            source.with_elicitation(self._ask_in_session)
-            if isinstance(source, MCPServer) and source.elicitation is None
-            else source
-            for source in agent.tool_sources
-        ]
-        if all(new is old for new, old in zip(sources, agent.tool_sources, strict=True)):
-            return agent
-        return agent.with_tool_sources(*sources)
+        return asking_through(agent, self._ask_in_session)
 
     async def _ask_in_session(self, question: Elicitation) -> ElicitationAnswer:
         """A question of one of the agent's own MCP servers, which every session shares: asked

@@ -14,12 +14,17 @@ __all__ = ["ask_on_terminal"]
 
 async def ask_on_terminal(question: Elicitation) -> ElicitationAnswer:
     """Ask on the terminal (standard input, or the terminal when input is a pipe); with no
-    terminal the question is declined. An empty answer, end of input or Ctrl-C cancels."""
+    terminal the question is declined, and said so. An empty answer, end of input or Ctrl-C cancels."""
     from .run import terminal_asker
 
     term = Terminal()
     ask = terminal_asker(term)
     if ask is None:
+        term.err.print(
+            f"MCP server {question.server!r} asks: {question.message}\n"
+            "  declined: no terminal to answer on (run the command in a terminal to answer)",
+            markup=False,
+        )
         return ElicitationAnswer("decline")
     view = on_screen()
     if view is not None:

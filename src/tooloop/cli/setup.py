@@ -317,7 +317,7 @@ def _from_config(
     options: AgentOptions, explicit_model: Any, reason: str, extra: Sequence[Any]
 ) -> tuple[Agent, ModelChoice]:
     assert options.agent is not None
-    agent = named_agent(options.agent)
+    agent = _asking_on_terminal(named_agent(options.agent))
     if explicit_model is not None:
         agent, choice = agent.with_model(explicit_model), ModelChoice(options.model or "", reason)
     else:
@@ -329,6 +329,20 @@ def _from_config(
     if _changes(options):
         agent = agent.with_limits(**_changes(options))
     return agent, choice
+
+
+def _asking_on_terminal(agent: Agent) -> Agent:
+    """``agent`` whose own MCP servers that have no one to ask (a ``tooloop.toml`` agent's) put
+    their questions to the user on the terminal, as the servers of ``--mcp`` do."""
+    if not agent.tool_sources:
+        return agent
+    try:
+        from ..mcp.server import asking_through
+    except ConfigurationError:  # no MCP SDK: none of the sources is an MCP server
+        return agent
+    from .elicit import ask_on_terminal
+
+    return asking_through(agent, ask_on_terminal)
 
 
 def named_agent(name: str) -> Agent:

@@ -10,7 +10,7 @@ import hashlib
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from mcp.shared.exceptions import MCPError
@@ -36,7 +36,10 @@ from ._elicitation import ElicitationHandler, answer_with
 from ._results import to_output
 from ._stdio import MAX_MESSAGE_SIZE, StdioSpec
 
-__all__ = ["ApprovalPolicy", "MCPServer"]
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["ApprovalPolicy", "MCPServer", "asking_through"]
 
 ApprovalPolicy = Literal["never", "always", "destructive"]
 """Which of a server's tools need approval: none, all, or those that may change things."""
@@ -385,6 +388,18 @@ class MCPServer:
             f"{connection.describe()} stopped during the call; it will be started again on the next call"
             + connection.stderr_tail()
         )
+
+
+def asking_through(agent: Agent, handler: ElicitationHandler) -> Agent:
+    """``agent`` whose MCP servers that have no one to put their questions to (a ``tooloop.toml``
+    agent's) ask ``handler`` instead; copies of them, not started yet, stand in for them."""
+    sources = [
+        source.with_elicitation(handler) if isinstance(source, MCPServer) and source.elicitation is None else source
+        for source in agent.tool_sources
+    ]
+    if all(new is old for new, old in zip(sources, agent.tool_sources, strict=True)):
+        return agent
+    return agent.with_tool_sources(*sources)
 
 
 _LAUNCHERS = frozenset({"node", "npx", "python", "python3", "uv", "uvx", "bunx", "deno", "sh", "bash", "docker"})
