@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from pathlib import Path
@@ -28,7 +27,7 @@ from ..errors import ConfigurationError
 from ..messages import Usage
 from ._items import AgentSource, BatchItem, Feed, ItemLike, load_agent_source, pending_items
 from ._progress import BatchSummary, LagMonitor, Tally
-from ._results import ResultsFile, exclusive, prepare, record_for
+from ._results import ResultsFile, encode_record, exclusive, prepare, record_for
 from ._rollout import RewardFunction, extras_for, provenance_of
 from ._runner import run_one
 
@@ -75,7 +74,7 @@ class _Rollouts:
         if server not in self._provenance:
             self._provenance[server] = provenance_of(agent)
         extras = await extras_for(item, result, self._reward, self._provenance[server])
-        line = json.dumps(record_for(item.id, result, elapsed, item.metadata, extras), ensure_ascii=False)
+        line = encode_record(record_for(item.id, result, elapsed, item.metadata, extras)).decode()
         return line, result.stop_reason.value, result.error is None, result.usage
 
     async def max_lag(self) -> float:
