@@ -309,3 +309,11 @@ async def test_broken_arguments_go_back_verbatim_only_to_openai(
 def test_arguments_go_back_exactly_as_json_dumps_writes_them(arguments: dict[str, Any]) -> None:
     frozen = frozen_mapping(arguments)
     assert encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)
+    assert encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)  # remembered: the same text
+
+
+def test_a_mutable_mapping_is_encoded_as_it_stands_each_time() -> None:
+    arguments: dict[str, Any] = {"city": "Paris"}
+    assert encode_arguments(arguments) == '{"city": "Paris"}'
+    arguments["city"] = "Rome"
+    assert encode_arguments(arguments) == '{"city": "Rome"}'

@@ -18,6 +18,7 @@ from ...messages import (
     AssistantMessage,
     AudioContent,
     DocumentContent,
+    FrozenDict,
     ImageContent,
     Message,
     SystemMessage,
@@ -211,8 +212,26 @@ def _arguments(call: ToolCallMessage, raw: bool) -> str:
 def encode_arguments(arguments: Mapping[str, Any]) -> str:
     """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly.
 
-    Every request sends every earlier call again, so this runs once per call per request.
+    Every request sends every earlier call again: the text of a recorded call's arguments (a
+    :class:`~tooloop.messages.FrozenDict`, which cannot change) is remembered for the next request.
     """
+    kept = _encoded.get(id(arguments))
+    if kept is not None and kept[0] is arguments:
+        return kept[1]
+    text = _encode_arguments(arguments)
+    if type(arguments) is FrozenDict:
+        if len(_encoded) >= _ENCODED_MAX:
+            _encoded.clear()
+        _encoded[id(arguments)] = (arguments, text)  # the mapping kept with it: its id is not reused meanwhile
+    return text
+
+
+_encoded: dict[int, tuple[Mapping[str, Any], str]] = {}
+_ENCODED_MAX = 4096
+"""The calls whose arguments' text is remembered at most (then forgotten all at once)."""
+
+
+def _encode_arguments(arguments: Mapping[str, Any]) -> str:
     items = []
     for key, value in arguments.items():
         kind = type(value)

@@ -25,6 +25,8 @@ __all__ = ["ResponsesClient", "ResponsesEvents", "ResponsesStreamReader"]
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _THINKING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 _CALL_ITEM = frozenset({"response.output_item.added", "response.output_item.done"})
+_DELTAS = _THINKING | _CALL_ITEM | {"response.function_call_arguments.delta", "response.function_call_arguments.done"}
+"""The events :meth:`ResponsesStreamReader._delta` reads."""
 _TEXT = -1
 _THOUGHT = -2
 """The delta being gathered is answer text (``_TEXT``), reasoning (``_THOUGHT``), else a call's position."""
@@ -80,7 +82,7 @@ class ResponsesStreamReader:
                 self._gather(_TEXT, event.get("delta"))
         elif kind in _TERMINAL or kind == "error" or event.get("error"):
             self._end(kind, event)
-        elif self._on_event is not None:
+        elif self._on_event is not None and kind in _DELTAS:  # the others carry nothing a listener gets
             self._delta(kind, event)
 
     def _end(self, kind: Any, event: dict[str, Any]) -> None:
