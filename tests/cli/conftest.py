@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pexpect
 import pytest
 
 from tests.models.openai_wire import (
@@ -119,6 +120,43 @@ def cli(wire: WireServer, tmp_path: Path) -> Cli:
     env["OPENAI_API_KEY"] = "sk-test-key"
     env["OPENAI_BASE_URL"] = wire.url + "/v1"
     return Cli(env, tmp_path)
+
+
+CHAT_PROMPT = "you>"
+"""What ``tooloop chat`` shows when it waits for the next prompt."""
+TERMINAL_SIZE = (50, 160)
+"""Rows and columns of the pseudo-terminals the tests run the command under."""
+
+
+def in_terminal(env: Mapping[str, str], cwd: Path, *arguments: str) -> pexpect.spawn:
+    """``tooloop ARGUMENTS`` under a pseudo-terminal (an xterm of :data:`TERMINAL_SIZE`)."""
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "tooloop", *arguments],
+        env={**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"},
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=TERMINAL_SIZE,
+    )
+
+
+def chat_in_terminal(cli: Cli, tools: str = TOOLS) -> Iterator[pexpect.spawn]:
+    """``tooloop chat`` with ``tools`` under a pseudo-terminal, at its first prompt; killed
+    afterwards if it is still running."""
+    child = in_terminal(cli.env, cli.cwd, "chat", "--model", MODEL, "--tool", tools)
+    try:
+        child.expect(CHAT_PROMPT)
+        yield child
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+@pytest.fixture
+def spawn(cli: Cli) -> Iterator[pexpect.spawn]:
+    """``tooloop chat`` with the test tools under a pseudo-terminal, at its first prompt."""
+    yield from chat_in_terminal(cli)
 
 
 @pytest.fixture

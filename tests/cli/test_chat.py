@@ -2,38 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
-import pytest
 
-from tests.cli.conftest import MODEL, TOOLS, Cli, SlowChunks, call_reply, sent_messages, text_reply
+from tests.cli.conftest import CHAT_PROMPT, SlowChunks, call_reply, sent_messages, text_reply
 from tests.support.wire import Recorded, Reply, WireServer
-
-PROMPT = "you>"
-
-
-@pytest.fixture
-def spawn(cli: Cli) -> Iterator[pexpect.spawn]:
-    env = dict(cli.env, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", "chat", "--model", MODEL, "--tool", TOOLS],
-        env=env,
-        cwd=str(cli.cwd),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 160),
-    )
-    try:
-        child.expect(PROMPT)
-        yield child
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
 
 
 def test_tool_call_approvals_yes_and_no_then_exit(spawn: pexpect.spawn, wire: WireServer, tmp_path: Path) -> None:
@@ -55,7 +30,7 @@ def test_tool_call_approvals_yes_and_no_then_exit(spawn: pexpect.spawn, wire: Wi
     spawn.expect("ok: 42")
     spawn.expect("The sum is 42.")
     spawn.expect("2 requests · 1 tool call")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
 
     spawn.sendline("Remove the doomed file")
     spawn.expect("needs approval")
@@ -63,7 +38,7 @@ def test_tool_call_approvals_yes_and_no_then_exit(spawn: pexpect.spawn, wire: Wi
     spawn.sendline("y")
     spawn.expect("ok: deleted")
     spawn.expect("Removed it.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert not doomed.exists()
 
     spawn.sendline("Remove the other one")
@@ -71,7 +46,7 @@ def test_tool_call_approvals_yes_and_no_then_exit(spawn: pexpect.spawn, wire: Wi
     spawn.sendline("n")
     spawn.expect("denied")
     spawn.expect("Left it alone.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert kept.exists()
     assert "denied" in sent_messages(wire, 5)[-1]["content"]
     # one session: the last request carries the whole conversation
@@ -79,7 +54,7 @@ def test_tool_call_approvals_yes_and_no_then_exit(spawn: pexpect.spawn, wire: Wi
 
     spawn.sendline("/usage")
     spawn.expect("session [0-9a-f]{12}: ")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     spawn.sendline("/exit")
     spawn.expect(pexpect.EOF)
     spawn.close()
@@ -100,20 +75,20 @@ def test_ctrl_c_cancels_the_turn_and_the_session_goes_on(spawn: pexpect.spawn, w
         spawn.expect("Once upon")
         spawn.sendintr()
         spawn.expect("turn cancelled; the session goes on")
-        spawn.expect(PROMPT)
+        spawn.expect(CHAT_PROMPT)
     finally:
         release.set()
 
     spawn.sendline("A short one then")
     spawn.expect("Fine, a short one.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     messages = sent_messages(wire, 1)
     assert messages[0] == {"role": "user", "content": "Tell me a long story"}
     assert messages[-1] == {"role": "user", "content": "A short one then"}
 
     spawn.sendintr()  # at the prompt: once warns, twice quits
     spawn.expect("Ctrl-C again")
-    spawn.expect(PROMPT)  # the prompt is back (reading keys again), so Ctrl-C is a key, not a signal
+    spawn.expect(CHAT_PROMPT)  # the prompt is back (reading keys again), so Ctrl-C is a key, not a signal
     spawn.sendintr()
     spawn.expect(pexpect.EOF)
     spawn.close()
@@ -123,23 +98,23 @@ def test_ctrl_c_cancels_the_turn_and_the_session_goes_on(spawn: pexpect.spawn, w
 def test_slash_commands(spawn: pexpect.spawn, wire: WireServer) -> None:
     spawn.sendline("/help")
     spawn.expect("/model")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     spawn.sendline("/tools")
     spawn.expect("remove_file \\(needs approval\\)")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     spawn.sendline("/model nonsense")
     spawn.expect("must look like 'provider:model'")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     spawn.sendline("/model openai:gpt-other")
     spawn.expect("model: openai:gpt-other")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     wire.queue(text_reply("Hi from the other model."))
     spawn.sendline("hello")
     spawn.expect("Hi from the other model.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert wire.requests[0].json["model"] == "gpt-other"
     spawn.sendline("/new")
     spawn.expect("new session [0-9a-f]{12}")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     spawn.sendline("/quit")
     spawn.expect(pexpect.EOF)

@@ -5,39 +5,15 @@ the next turn; Ctrl-C still cancels; an approval question takes the keys while i
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pexpect
-import pytest
 
-from tests.cli.conftest import MODEL, TOOLS, Cli, SlowChunks, call_reply, sent_messages, text_reply
+from tests.cli.conftest import CHAT_PROMPT, Cli, SlowChunks, call_reply, sent_messages, text_reply
 from tests.support.wire import Recorded, Reply, WireServer
-
-PROMPT = "you>"
-
-
-@pytest.fixture
-def spawn(cli: Cli) -> Iterator[pexpect.spawn]:
-    env = dict(cli.env, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", "chat", "--model", MODEL, "--tool", TOOLS],
-        env=env,
-        cwd=str(cli.cwd),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 160),
-    )
-    try:
-        child.expect(PROMPT)
-        yield child
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
 
 
 def held(reply: Reply, release: threading.Event, first: int = 1) -> Callable[[Recorded], Reply]:
@@ -89,7 +65,7 @@ def test_a_line_typed_while_a_tool_call_is_prepared_reaches_the_next_request(
     spawn.expect("delivered: answer in hex")
     spawn.expect("It is 0x2a.")
     spawn.expect("continue it with 'tooloop chat --session")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
 
     second = sent_messages(wire, 1)
     assert [m["role"] for m in second] == ["user", "assistant", "tool", "user"]
@@ -122,7 +98,7 @@ def test_a_line_typed_during_the_answer_and_one_after_it_are_not_lost(
     spawn.expect("Short story.")
     spawn.send("thanks\r")  # right after the answer, before the prompt is back
     spawn.expect("You are welcome.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
 
     assert len(wire.requests) == 3
     assert user_texts(sent_messages(wire, 1)) == ["Tell me a story", "make it short"]
@@ -154,13 +130,13 @@ def test_ctrl_c_still_cancels_and_undelivered_steering_comes_back_in_the_prompt(
         spawn.sendintr()
         spawn.expect("turn cancelled; the session goes on")
         spawn.expect("not delivered \\(the turn stopped\\), back in your prompt: skip the history")
-        spawn.expect(PROMPT)
+        spawn.expect(CHAT_PROMPT)
         spawn.expect("skip the history")
     finally:
         release.set()
     spawn.send("\r")  # sends what came back in the prompt
     spawn.expect("Noted.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert user_texts(sent_messages(wire, 1)) == ["Explain everything", "skip the history"]
     spawn.sendline("/exit")
     spawn.expect(pexpect.EOF)
@@ -194,7 +170,7 @@ def test_keys_typed_at_an_approval_question_answer_it_and_a_draft_survives_it(
         second.set()
     spawn.expect("delivered: then check the logs")
     spawn.expect("Removed, logs next.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert not doomed.exists()
     assert sent_messages(wire, 1)[-1]["content"] == f"deleted {doomed}"  # "y" was the answer, not a message
     assert user_texts(sent_messages(wire, 1)) == ["Remove the doomed file"]

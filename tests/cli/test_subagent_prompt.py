@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from tests.cli.conftest import MODEL, TOOLS, Cli, call_reply, sent_messages, text_reply
+from tests.cli.conftest import CHAT_PROMPT, TOOLS, Cli, call_reply, chat_in_terminal, sent_messages, text_reply
 from tests.support.wire import WireServer
 
-PROMPT = "you>"
 HELPER = TOOLS.replace(":TOOLS", ":HELPER")
 
 
 @pytest.fixture
 def spawn(cli: Cli) -> Iterator[pexpect.spawn]:
-    env = dict(cli.env, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", "chat", "--model", MODEL, "--tool", HELPER],
-        env=env,
-        cwd=str(cli.cwd),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 160),
-    )
-    try:
-        child.expect(PROMPT)
-        yield child
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
+    yield from chat_in_terminal(cli, HELPER)
 
 
 def test_a_subagents_call_is_asked_about_at_the_chat_prompt(
@@ -52,7 +35,7 @@ def test_a_subagents_call_is_asked_about_at_the_chat_prompt(
     spawn.expect("allow?")
     spawn.sendline("y")
     spawn.expect("The helper removed it.")
-    spawn.expect(PROMPT)
+    spawn.expect(CHAT_PROMPT)
     assert not doomed.exists()
     assert sent_messages(wire, 1)[-1] == {"role": "user", "content": f"remove {doomed}"}
     assert sent_messages(wire, 3)[-1]["content"] == "Removed."

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,28 +12,20 @@ import pexpect
 import pyte
 import pytest
 
-from tests.cli.conftest import MODEL, Cli, SlowChunks, text_reply
+from tests.cli.conftest import MODEL, TERMINAL_SIZE, Cli, SlowChunks, in_terminal, text_reply
 from tests.support.wire import Reply, WireServer
 
 
 def _spawn(cli: Cli, *args: str) -> pexpect.spawn:
     """The command under a pseudo-terminal, every byte it writes kept in ``logfile_read``."""
-    env = dict(cli.env, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    env = dict(cli.env)
     env.pop("NO_COLOR", None)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", *args],
-        env=env,
-        cwd=str(cli.cwd),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(ROWS, COLUMNS),
-    )
+    child = in_terminal(env, cli.cwd, *args)
     child.logfile_read = io.StringIO()
     return child
 
 
-ROWS, COLUMNS = 50, 160
+ROWS, COLUMNS = TERMINAL_SIZE
 
 
 def screen_of(output: str) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.cli.conftest import MODEL, base_env, call_reply, sent_messages, text_reply
+from tests.cli.conftest import MODEL, base_env, call_reply, in_terminal, sent_messages, text_reply
 from tests.support.wire import WireServer
 
 from .peers import PEER_PYTHON, need
@@ -46,17 +46,9 @@ def server_env(wire: WireServer, folder: Path) -> dict[str, str]:
 
 
 @contextmanager
-def in_terminal(wire: WireServer, folder: Path, arguments: list[str]) -> Iterator[pexpect.spawn]:
+def terminal_run(wire: WireServer, folder: Path, arguments: list[str]) -> Iterator[pexpect.spawn]:
     """``tooloop ARGUMENTS`` under a pseudo-terminal; at the end of the block it must end, with status 0."""
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", *arguments],
-        env={**server_env(wire, folder), "TERM": "xterm"},
-        cwd=str(folder),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 160),
-    )
+    child = in_terminal(server_env(wire, folder), folder, *arguments)
     try:
         yield child
         child.expect(pexpect.EOF)
@@ -73,7 +65,7 @@ def test_a_servers_elicitation_is_asked_on_the_terminal_and_the_answer_reaches_t
 ) -> None:
     server, arguments = command(source, tmp_path)
     wire.queue(call_reply("ask_name", {}), text_reply("Your name is Ada."))
-    with in_terminal(wire, tmp_path, arguments) as child:
+    with terminal_run(wire, tmp_path, arguments) as child:
         child.expect(f"MCP server '{server}' asks: What is your name\\?")
         child.expect("Name: ")
         child.sendline("Ada")
@@ -84,7 +76,7 @@ def test_a_servers_elicitation_is_asked_on_the_terminal_and_the_answer_reaches_t
 def test_an_empty_answer_cancels_the_elicitation(wire: WireServer, tmp_path: Path) -> None:
     _, arguments = command("--mcp", tmp_path)
     wire.queue(call_reply("ask_name", {}), text_reply("You did not say."))
-    with in_terminal(wire, tmp_path, arguments) as child:
+    with terminal_run(wire, tmp_path, arguments) as child:
         child.expect("Name: ")
         child.sendline("")
     assert sent_messages(wire, 1)[-1]["content"].endswith("no name: cancel")

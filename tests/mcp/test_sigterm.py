@@ -16,7 +16,7 @@ import pexpect
 from acp import schema
 
 from tests.acp_agent.support import TIMEOUT, RecordingClient, agent_env
-from tests.cli.conftest import MODEL, base_env
+from tests.cli.conftest import MODEL, base_env, in_terminal
 from tests.models.openai_wire import chunk
 from tests.support.wire import Reply, WireServer, sse_reply
 
@@ -105,15 +105,7 @@ def test_sigterm_to_tooloop_chat_at_its_prompt_ends_it_and_stops_its_mcp_servers
 ) -> None:
     pid_file = tmp_path / "server.pid"
     env = {**base_env(tmp_path), "OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": wire.url + "/v1"}
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "tooloop", "chat", "--model", MODEL, "--mcp", f"sh -c '{server_script(pid_file)}'"],
-        env={**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"},
-        cwd=str(tmp_path),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 160),
-    )
+    child = in_terminal(env, tmp_path, "chat", "--model", MODEL, "--mcp", f"sh -c '{server_script(pid_file)}'")
     try:
         child.expect("you>")
         leader = leader_of(pid_file)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.models.billing import close_served_models
 from tests.support.wire import WireServer
 from tooloop.models import get_model
 from tooloop.models.openai_chat import OpenAIChatModel
@@ -33,3 +34,10 @@ def make_model(wire: WireServer, models: list[OpenAIChatModel]) -> Callable[...,
         return model
 
     return make
+
+
+@pytest.fixture
+async def served_models() -> AsyncIterator[None]:
+    """Closes, when the test ends, the models ``tests.models.billing.served_model`` made in it."""
+    yield
+    await close_served_models()

@@ -8,39 +8,19 @@ leaves out thinking, OpenAI's includes reasoning. The figures below are what the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from tests.models import anthropic_wire as aw
+from tests.models.billing import M, price, served_model
 from tests.support.wire import WireServer, json_reply, sse_reply
 from tooloop import Agent, Limits, StopReason
 from tooloop.messages import Usage
-from tooloop.models import get_model
 from tooloop.transcript import usage_from_dict, usage_to_dict
 
-M = Decimal(1_000_000)
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _model(spec: str, base_url: str) -> Any:
-    made = get_model(spec, base_url=base_url, api_key="test-key", max_retries=0)
-    _OPEN.append(made)
-    return made
-
-
-def _price(**tokens_at: tuple[int, str]) -> Decimal:
-    """Dollars for ``name=(tokens, dollars per million)`` pairs."""
-    return sum((Decimal(n) * Decimal(rate) / M for n, rate in tokens_at.values()), Decimal(0))
+pytestmark = pytest.mark.usefixtures("served_models")
 
 
 async def test_anthropic_one_hour_cache_writes_are_priced_at_the_one_hour_rate(wire: WireServer) -> None:
@@ -56,14 +36,14 @@ async def test_anthropic_one_hour_cache_writes_are_priced_at_the_one_hour_rate(w
     events = aw.stream_events([{"type": "text", "text": "Done."}], "end_turn", usage)
     events[0][1]["message"]["model"] = "claude-sonnet-4-5-20250929"
     wire.queue(sse_reply(events, named=True))  # a long max_tokens: the adapter streams
-    result = await Agent(_model("anthropic:claude-sonnet-4-5", wire.url)).run("hi")
+    result = await Agent(served_model("anthropic:claude-sonnet-4-5", wire.url)).run("hi")
     assert result.usage.input_tokens == 21 + 12_400 + 3_600  # tooloop's input includes the cache
     assert (result.usage.cache_write_tokens, result.usage.cache_write_1h_tokens) == (12_400, 10_000)
-    by_hand = _price(
+    by_hand = price(
         fresh=(21, "3"), write5=(2_400, "3.75"), write1h=(10_000, "6"), read=(3_600, "0.30"), out=(393, "15")
     )
     assert result.usage.cost == by_hand
-    five_minute_rate = _price(fresh=(21, "3"), write=(12_400, "3.75"), read=(3_600, "0.30"), out=(393, "15"))
+    five_minute_rate = price(fresh=(21, "3"), write=(12_400, "3.75"), read=(3_600, "0.30"), out=(393, "15"))
     assert result.usage.cost - five_minute_rate == Decimal(10_000) * (Decimal(6) - Decimal("3.75")) / M
 
 
@@ -77,9 +57,9 @@ async def test_openai_chat_cached_tokens_are_part_of_prompt_tokens(wire: WireSer
         "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
     }
     wire.queue(json_reply(_chat_completion("gpt-4.1-2025-04-14", usage)))
-    result = await Agent(_model("openai:gpt-4.1", wire.url + "/v1")).run("hi")
+    result = await Agent(served_model("openai:gpt-4.1", wire.url + "/v1")).run("hi")
     assert (result.usage.input_tokens, result.usage.cache_read_tokens) == (2_006, 1_920)
-    assert result.usage.cost == _price(fresh=(86, "2"), read=(1_920, "0.50"), out=(300, "8"))
+    assert result.usage.cost == price(fresh=(86, "2"), read=(1_920, "0.50"), out=(300, "8"))
 
 
 async def test_openai_responses_reasoning_tokens_are_billed_as_output(wire: WireServer) -> None:
@@ -92,9 +72,9 @@ async def test_openai_responses_reasoning_tokens_are_billed_as_output(wire: Wire
         "total_tokens": 2_100,
     }
     wire.queue(json_reply(_responses_body("o4-mini-2025-04-16", usage)))
-    result = await Agent(_model("openai-responses:o4-mini", wire.url + "/v1")).run("hi")
+    result = await Agent(served_model("openai-responses:o4-mini", wire.url + "/v1")).run("hi")
     assert (result.usage.output_tokens, result.usage.reasoning_tokens) == (900, 704)
-    assert result.usage.cost == _price(fresh=(176, "1.10"), read=(1_024, "0.275"), out=(900, "4.40"))
+    assert result.usage.cost == price(fresh=(176, "1.10"), read=(1_024, "0.275"), out=(900, "4.40"))
 
 
 async def test_gemini_thinking_tokens_are_added_to_output_and_cached_tokens_are_in_the_prompt(
@@ -116,9 +96,9 @@ async def test_gemini_thinking_tokens_are_added_to_output_and_cached_tokens_are_
         "modelVersion": "gemini-2.5-flash",
     }
     wire.queue(json_reply(body))
-    result = await Agent(_model("google:gemini-2.5-flash", wire.url)).run("hi")
+    result = await Agent(served_model("google:gemini-2.5-flash", wire.url)).run("hi")
     assert (result.usage.input_tokens, result.usage.output_tokens) == (18_625, 600)
-    assert result.usage.cost == _price(fresh=(615, "0.30"), read=(18_010, "0.03"), out=(600, "2.50"))
+    assert result.usage.cost == price(fresh=(615, "0.30"), read=(18_010, "0.03"), out=(600, "2.50"))
 
 
 async def test_a_cost_the_server_bills_is_kept_as_billed(wire: WireServer) -> None:
@@ -131,7 +111,7 @@ async def test_a_cost_the_server_bills_is_kept_as_billed(wire: WireServer) -> No
         "cost": 0.000667,
     }
     wire.queue(json_reply(_chat_completion("anthropic/claude-sonnet-4.5", usage)))
-    result = await Agent(_model("openrouter:anthropic/claude-sonnet-4.5", wire.url + "/api/v1")).run("hi")
+    result = await Agent(served_model("openrouter:anthropic/claude-sonnet-4.5", wire.url + "/api/v1")).run("hi")
     assert result.usage.cache_write_tokens == 100
     assert result.usage.cost == Decimal("0.000667")
 
@@ -139,7 +119,7 @@ async def test_a_cost_the_server_bills_is_kept_as_billed(wire: WireServer) -> No
 async def test_an_unknown_price_is_none_never_zero(wire: WireServer) -> None:
     usage = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
     wire.queue(json_reply(_chat_completion("my-local-model", usage)))
-    result = await Agent(_model("openai-compatible:my-local-model", wire.url + "/v1")).run("hi")
+    result = await Agent(served_model("openai-compatible:my-local-model", wire.url + "/v1")).run("hi")
     assert result.usage.cost is None and result.usage.requests == 1
     assert (result.usage + Usage(requests=1, cost=Decimal("0.01"))).cost is None
 

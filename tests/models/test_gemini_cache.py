@@ -5,33 +5,23 @@ named by every request that follows, and its cached tokens priced at the cache-r
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from tests.models.billing import M, served_model
 from tests.support.wire import WireServer, json_reply
 from tooloop import Agent, tool
-from tooloop.models import ModelSettings, get_model
+from tooloop.models import ModelSettings
 
 MODEL = "gemini-2.5-flash"
-M = Decimal(1_000_000)
 SYSTEM = "You add numbers. " * 200
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
+pytestmark = pytest.mark.usefixtures("served_models")
 
 
 def _model(wire: WireServer, **options: Any) -> Any:
-    made = get_model(f"google:{MODEL}", base_url=wire.url, api_key="test-key", max_retries=0, **options)
-    _OPEN.append(made)
-    return made
+    return served_model(f"google:{MODEL}", wire.url, **options)
 
 
 @tool

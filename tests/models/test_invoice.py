@@ -12,7 +12,6 @@ themselves), so these blocks follow the providers' documented shapes rather than
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -20,38 +19,14 @@ import pytest
 
 from tests.models import anthropic_wire as aw
 from tests.models import openai_wire as ow
+from tests.models.billing import add, price, served_model
 from tests.models.test_openai_responses import call, message, response
 from tests.support.wire import WireServer, json_reply, sse_reply
-from tooloop import Agent, RunResult, tool
+from tooloop import Agent, RunResult
 from tooloop.messages import AssistantMessage, ToolCallMessage, Usage
-from tooloop.models import ModelSettings, get_model
+from tooloop.models import ModelSettings
 
-M = Decimal(1_000_000)
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _model(spec: str, base_url: str, **options: Any) -> Any:
-    made = get_model(spec, base_url=base_url, api_key="test-key", max_retries=0, **options)
-    _OPEN.append(made)
-    return made
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-def _price(*parts: tuple[int, str]) -> Decimal:
-    """Dollars for ``(tokens, dollars per million)`` pairs."""
-    return sum((Decimal(n) * Decimal(rate) / M for n, rate in parts), Decimal(0))
+pytestmark = pytest.mark.usefixtures("served_models")
 
 
 def _per_request(result: RunResult) -> list[Usage]:
@@ -92,12 +67,14 @@ async def test_anthropic_conversation_with_one_hour_writes_and_reads(wire: WireS
         delta_usage = events[-2][1]["usage"]
         delta_usage.update({k: v for k, v in block.items() if k != "service_tier"})
         wire.queue(sse_reply(events, named=True))
-    agent = Agent(_model("anthropic:claude-sonnet-4-5", wire.url), tools=[add], settings=ModelSettings(cache_ttl="1h"))
+    agent = Agent(
+        served_model("anthropic:claude-sonnet-4-5", wire.url), tools=[add], settings=ModelSettings(cache_ttl="1h")
+    )
     result = await agent.run("Add 2 and 3, then add 4.")
     by_hand = [
-        _price((1_850, "3"), (9_400, "6"), (120, "15")),
-        _price((310, "3"), (1_960, "6"), (9_400, "0.30"), (87, "15")),
-        _price((95, "3"), (480, "3.75"), (11_360, "0.30"), (41, "15")),
+        price((1_850, "3"), (9_400, "6"), (120, "15")),
+        price((310, "3"), (1_960, "6"), (9_400, "0.30"), (87, "15")),
+        price((95, "3"), (480, "3.75"), (11_360, "0.30"), (41, "15")),
     ]
     _assert_bill(result, by_hand)
     assert result.usage.input_tokens == sum(b["input_tokens"] + b["cache_creation_input_tokens"]
@@ -120,11 +97,11 @@ async def test_openai_chat_streamed_conversation_usage_in_the_last_chunk(wire: W
         ow.usage_chunk(ow.usage(3_460, 4, cached=3_328)),
     ]
     wire.queue(ow.stream(*[{**c, **name} for c in first]), ow.stream(*[{**c, **name} for c in second]))
-    agent = Agent(_model("openai:gpt-4.1", wire.url + "/v1"), tools=[add], settings=ModelSettings(stream=True))
+    agent = Agent(served_model("openai:gpt-4.1", wire.url + "/v1"), tools=[add], settings=ModelSettings(stream=True))
     result = await agent.run("What is 2 + 3?")
     by_hand = [
-        _price((3_410 - 3_072, "2"), (3_072, "0.50"), (22, "8")),
-        _price((3_460 - 3_328, "2"), (3_328, "0.50"), (4, "8")),
+        price((3_410 - 3_072, "2"), (3_072, "0.50"), (22, "8")),
+        price((3_460 - 3_328, "2"), (3_328, "0.50"), (4, "8")),
     ]
     _assert_bill(result, by_hand)
 
@@ -136,10 +113,10 @@ async def test_openai_responses_conversation_with_reasoning(wire: WireServer) ->
     for body in (first, second):
         body["model"] = "o4-mini-2025-04-16"
     wire.queue(json_reply(first), json_reply(second))
-    result = await Agent(_model("openai-responses:o4-mini", wire.url + "/v1"), tools=[add]).run("What is 2 + 3?")
+    result = await Agent(served_model("openai-responses:o4-mini", wire.url + "/v1"), tools=[add]).run("What is 2 + 3?")
     by_hand = [
-        _price((2_300 - 1_920, "1.10"), (1_920, "0.275"), (410, "4.40")),
-        _price((2_350 - 2_304, "1.10"), (2_304, "0.275"), (150, "4.40")),
+        price((2_300 - 1_920, "1.10"), (1_920, "0.275"), (410, "4.40")),
+        price((2_350 - 2_304, "1.10"), (2_304, "0.275"), (150, "4.40")),
     ]
     _assert_bill(result, by_hand)
     assert result.usage.reasoning_tokens == 512
@@ -159,10 +136,10 @@ async def test_gemini_conversation_with_thinking_and_implicit_cache_hits(wire: W
                {"promptTokenCount": 4_262, "cachedContentTokenCount": 4_096, "candidatesTokenCount": 3,
                 "thoughtsTokenCount": 61, "totalTokenCount": 4_326}),
     )  # fmt: skip
-    agent = Agent(_model("google:gemini-2.5-flash", wire.url), tools=[add], settings=ModelSettings(stream=False))
+    agent = Agent(served_model("google:gemini-2.5-flash", wire.url), tools=[add], settings=ModelSettings(stream=False))
     result = await agent.run("What is 2 + 3?")
     by_hand = [
-        _price((4_210, "0.30"), (18 + 240, "2.50")),
-        _price((4_262 - 4_096, "0.30"), (4_096, "0.03"), (3 + 61, "2.50")),
+        price((4_210, "0.30"), (18 + 240, "2.50")),
+        price((4_262 - 4_096, "0.30"), (4_096, "0.03"), (3 + 61, "2.50")),
     ]
     _assert_bill(result, by_hand)

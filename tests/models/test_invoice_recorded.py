@@ -8,7 +8,6 @@ same API, and the request is priced here from the provider's published price lis
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -16,36 +15,18 @@ import pytest
 
 from tests.models import anthropic_wire as aw
 from tests.models import openai_wire as ow
+from tests.models.billing import price, served_model
 from tests.models.test_openai_responses import message, response
 from tests.support.wire import WireServer, json_reply, sse_reply
 from tooloop import Agent
 from tooloop.messages import Usage
-from tooloop.models import ModelSettings, get_model
+from tooloop.models import ModelSettings
 
-M = Decimal(1_000_000)
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _model(spec: str, base_url: str) -> Any:
-    made = get_model(spec, base_url=base_url, api_key="test-key", max_retries=0)
-    _OPEN.append(made)
-    return made
-
-
-def _price(*parts: tuple[int, str]) -> Decimal:
-    """Dollars for ``(tokens, dollars per million)`` pairs."""
-    return sum((Decimal(n) * Decimal(rate) / M for n, rate in parts), Decimal(0))
+pytestmark = pytest.mark.usefixtures("served_models")
 
 
 async def _one_turn(spec: str, base_url: str, stream: bool = False) -> Usage:
-    result = await Agent(_model(spec, base_url), settings=ModelSettings(stream=stream)).run("Hi.")
+    result = await Agent(served_model(spec, base_url), settings=ModelSettings(stream=stream)).run("Hi.")
     return result.usage
 
 
@@ -69,8 +50,8 @@ ANTHROPIC_READ_AND_5M_WRITE = {
     [
         # claude-sonnet-4-5, per million (anthropic.com/pricing, docs "Prompt caching" pricing table):
         # input $3, 5-minute cache write $3.75, 1-hour write $6, cache read $0.30, output $15
-        (ANTHROPIC_READ, _price((3, "3"), (1111, "0.30"), (406, "15"))),
-        (ANTHROPIC_READ_AND_5M_WRITE, _price((3, "3"), (418, "3.75"), (1111, "0.30"), (33, "15"))),
+        (ANTHROPIC_READ, price((3, "3"), (1111, "0.30"), (406, "15"))),
+        (ANTHROPIC_READ_AND_5M_WRITE, price((3, "3"), (418, "3.75"), (1111, "0.30"), (33, "15"))),
     ],
 )
 async def test_anthropic_recorded_cache_read_and_five_minute_write(
@@ -108,7 +89,7 @@ async def test_anthropic_recorded_one_hour_write_streamed(wire: WireServer) -> N
     assert (usage.cache_write_tokens, usage.cache_write_1h_tokens, usage.cache_read_tokens) == (3913, 3913, 0)
     # claude-sonnet-4-6, per million (anthropic.com/pricing): input $3, 1-hour cache write $6 (2x
     # input), output $15
-    assert usage.cost == _price((13, "3"), (3913, "6"), (4, "15"))
+    assert usage.cost == price((13, "3"), (3913, "6"), (4, "15"))
 
 
 async def test_openai_chat_recorded_reasoning_tokens(wire: WireServer) -> None:
@@ -128,7 +109,7 @@ async def test_openai_chat_recorded_reasoning_tokens(wire: WireServer) -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (577, 2320, 1792)
     # o3-mini, per million (platform.openai.com/docs/pricing): input $1.10, cached input $0.55,
     # output $4.40; reasoning tokens are output tokens, already inside completion_tokens
-    assert usage.cost == _price((577, "1.10"), (2320, "4.40"))
+    assert usage.cost == price((577, "1.10"), (2320, "4.40"))
 
 
 @pytest.mark.parametrize(
@@ -161,7 +142,7 @@ async def test_openai_responses_recorded_cache_and_reasoning(
     assert (usage.output_tokens, usage.reasoning_tokens) == (block["output_tokens"], reasoning)
     # gpt-5, per million (platform.openai.com/docs/pricing): input $1.25, cached input $0.125,
     # output $10 (reasoning tokens are billed as output and are inside output_tokens)
-    assert usage.cost == _price(
+    assert usage.cost == price(
         (block["input_tokens"] - cached, "1.25"), (cached, "0.125"), (block["output_tokens"], "10")
     )
 
@@ -186,7 +167,7 @@ async def test_gemini_recorded_implicit_cache_hit_with_thinking(wire: WireServer
     assert (usage.output_tokens, usage.reasoning_tokens) == (89 + 167, 167)
     # gemini-2.5-flash, per million (ai.google.dev/gemini-api/docs/pricing, paid tier): input $0.30
     # (text, image, video), context caching $0.03, output $2.50 (thinking tokens included)
-    assert usage.cost == _price((373 - 204, "0.30"), (204, "0.03"), (89 + 167, "2.50"))
+    assert usage.cost == price((373 - 204, "0.30"), (204, "0.03"), (89 + 167, "2.50"))
 
 
 async def test_openrouter_recorded_cost_is_the_invoice(wire: WireServer) -> None:

@@ -7,39 +7,30 @@ official ``openai`` SDK, over a multi-turn run and a transcript saved and read b
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from tests.models import anthropic_wire as aw
+from tests.models.billing import served_model
 from tests.models.test_openai_responses import Stream, call, message, response
 from tests.support.wire import WireServer, json_reply
 from tooloop import Agent, RunResult, ToolSearch
 from tooloop.errors import ConfigurationError
 from tooloop.messages import ToolCallMessage, ToolCallStatus
-from tooloop.models import ModelSettings, get_model
+from tooloop.models import ModelSettings
 from tooloop.models.adapter import has_tool_search
 from tooloop.tools.search import SEARCH_TOOL
 from tooloop.tools.tool import Tool
 from tooloop.transcript import Transcript
 
-_OPEN: list[Any] = []
+pytestmark = pytest.mark.usefixtures("served_models")
 ran: list[tuple[str, dict[str, Any]]] = []
 
 
 @pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
+def _forget_runs() -> None:
     ran.clear()
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _model(spec: str, base_url: str, **options: Any) -> Any:
-    made = get_model(spec, base_url=base_url, api_key="test-key", max_retries=0, **options)
-    _OPEN.append(made)
-    return made
 
 
 def _tool(name: str, description: str, parameter: str) -> Tool:
@@ -88,7 +79,7 @@ async def test_anthropic_tool_search_defers_tools_and_round_trips_the_search(
     wire.queue(
         reply(content, "tool_use", aw.usage()), reply([{"type": "text", "text": "Sunny."}], "end_turn", aw.usage())
     )
-    model = _model("anthropic:claude-opus-4-6", wire.url, transport=transport)
+    model = served_model("anthropic:claude-opus-4-6", wire.url, transport=transport)
     assert model.native_tool_search
     settings = ModelSettings(stream=streamed)
     agent = Agent(model, system="You help.", tools=_tools(), tool_search=True, settings=settings)
@@ -117,7 +108,7 @@ async def test_anthropic_tool_search_defers_tools_and_round_trips_the_search(
 async def test_anthropic_search_kept_in_a_saved_transcript_goes_back_the_same(wire: WireServer) -> None:
     content = [SEARCH_USE, SEARCH_RESULT, WEATHER_CALL]
     wire.queue(aw.streamed(content, "tool_use"), aw.streamed([{"type": "text", "text": "Sunny."}]))
-    agent = Agent(_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search=True)
+    agent = Agent(served_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search=True)
     result = await agent.run("Weather in Paris?")
     saved = Transcript.from_json(result.transcript.to_json())
     # a later run from the saved transcript: get_weather is loaded, the search goes back as it came
@@ -143,7 +134,7 @@ async def test_anthropic_call_to_a_tool_no_search_loaded_is_a_recoverable_error(
         aw.streamed([again], "tool_use"),
         aw.streamed([{"type": "text", "text": "5.4 USD."}]),
     )
-    agent = Agent(_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search=True)
+    agent = Agent(served_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search=True)
     result = await agent.run("5 EUR in USD?")
 
     assert result.text == "5.4 USD."
@@ -168,21 +159,23 @@ async def test_anthropic_models_without_it_and_mode_local_use_the_local_search(w
         ("anthropic:claude-opus-4-6", ToolSearch(mode="local")),
     ]:
         wire.queue(aw.streamed([{"type": "text", "text": "Hi."}]))
-        agent = Agent(_model(spec, wire.url), tools=_tools(), tool_search=search, settings=ModelSettings(stream=True))
+        agent = Agent(
+            served_model(spec, wire.url), tools=_tools(), tool_search=search, settings=ModelSettings(stream=True)
+        )
         await agent.run("hello")
         tools = wire.requests[-1].json["tools"]
         assert [t["name"] for t in tools] == [SEARCH_TOOL], spec
         assert "defer_loading" not in tools[0]
     wire.queue(aw.streamed([{"type": "text", "text": "Hi."}]))
-    await Agent(_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search="off").run("hello")
+    await Agent(served_model("anthropic:claude-opus-4-6", wire.url), tools=_tools(), tool_search="off").run("hello")
     assert len(wire.requests[-1].json["tools"]) == 40
 
 
 async def test_anthropic_native_tool_search_option_forces_either_way(wire: WireServer) -> None:
-    assert _model("anthropic:my-gateway-alias", wire.url, native_tool_search=True).native_tool_search
-    assert not _model("anthropic:claude-opus-4-6", wire.url, native_tool_search=False).native_tool_search
+    assert served_model("anthropic:my-gateway-alias", wire.url, native_tool_search=True).native_tool_search
+    assert not served_model("anthropic:claude-opus-4-6", wire.url, native_tool_search=False).native_tool_search
     with pytest.raises(ConfigurationError, match="native_tool_search"):
-        _model("anthropic:claude-opus-4-6", wire.url, native_tool_search="yes")
+        served_model("anthropic:claude-opus-4-6", wire.url, native_tool_search="yes")
 
 
 def test_which_models_have_the_providers_tool_search() -> None:
@@ -227,9 +220,7 @@ TS_OUTPUT = {
 
 
 def _responses_model(wire: WireServer, name: str = RESPONSES_MODEL, **options: Any) -> Any:
-    made = get_model(f"openai-responses:{name}", base_url=f"{wire.url}/v1", api_key="sk-test", max_retries=0, **options)
-    _OPEN.append(made)
-    return made
+    return served_model(f"openai-responses:{name}", f"{wire.url}/v1", api_key="sk-test", **options)
 
 
 @pytest.mark.parametrize(("transport", "streamed"), [("lean", False), ("lean", True), ("sdk", False), ("sdk", True)])

@@ -5,41 +5,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from tests.models import anthropic_wire as aw
 from tests.models import openai_wire as ow
+from tests.models.billing import add, served_model
 from tests.support.wire import Reply, WireServer
 from tooloop import Agent, CacheMiss, RunFinished, RunResult, Tool, tool
 from tooloop.errors import ArgumentValueError
 from tooloop.loop.caching import cache_key
 from tooloop.messages import SystemMessage, UserMessage
-from tooloop.models import get_model
 from tooloop.models.base import ModelSettings
 
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_models() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def _model(spec: str, base_url: str, **options: Any) -> Any:
-    made = get_model(spec, base_url=base_url, api_key="test-key", max_retries=0, **options)
-    _OPEN.append(made)
-    return made
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
+pytestmark = pytest.mark.usefixtures("served_models")
 
 
 @tool
@@ -87,7 +68,7 @@ async def _streamed(agent: Agent, prompt: str, **options: Any) -> tuple[RunResul
 
 async def test_anthropic_breakpoints_on_tools_system_and_the_two_latest_messages(wire: WireServer) -> None:
     wire.queue(*_anthropic_turns([aw.usage(), aw.usage()]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[weather, add])
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[weather, add])
     await agent.run("What is 2 + 3?")
     first, second = (r.json for r in wire.requests)
     assert sorted(_markers(first)) == [".messages[0].content[0]", ".system[0]", ".tools[1]"]
@@ -110,7 +91,9 @@ async def test_anthropic_one_hour_ttl_and_cache_off_and_explicit(wire: WireServe
     }
     for name, setting in settings.items():
         wire.queue(aw.streamed([{"type": "text", "text": "Hi."}]))
-        agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="Be brief.", tools=[add], settings=setting)
+        agent = Agent(
+            served_model(f"anthropic:{aw.MODEL}", wire.url), system="Be brief.", tools=[add], settings=setting
+        )
         await agent.run("hello")
         body = wire.requests[-1].json
         if name == "1h":
@@ -132,7 +115,7 @@ def test_bad_cache_settings_are_refused_where_given() -> None:
 
 async def test_every_request_extends_the_previous_one_byte_for_byte(wire: WireServer) -> None:
     wire.queue(*_anthropic_turns([aw.usage(), aw.usage()]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[weather, add])
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[weather, add])
     await agent.run("What is 2 + 3?")
     first, second = (aw.uncached(r.json) for r in wire.requests)
     for part in ("system", "tools"):
@@ -169,7 +152,7 @@ async def test_tools_keep_their_order_when_a_source_lists_them_differently(wire:
         *[ow.plain(ow.completion({"content": None, "tool_calls": [c]}, "tool_calls")) for c in calls],
         ow.plain(ow.completion({"content": "3"})),
     )
-    await Agent(_model("openai:gpt-4.1", wire.url + "/v1"), tools=[_Shuffling()]).run("go")
+    await Agent(served_model("openai:gpt-4.1", wire.url + "/v1"), tools=[_Shuffling()]).run("go")
     names = [[t["function"]["name"] for t in r.json["tools"]] for r in wire.requests]
     assert names == [["add", "weather"], ["add", "weather", "shout"], ["add", "weather", "shout"]]
 
@@ -181,7 +164,7 @@ async def test_openai_requests_carry_one_prompt_cache_key_per_conversation(wire:
         ow.plain(ow.completion({"content": "5"})),
         ow.plain(ow.completion({"content": "5 again"})),
     )
-    agent = Agent(_model("openai:gpt-4.1", wire.url + "/v1"), system="You add.", tools=[add])
+    agent = Agent(served_model("openai:gpt-4.1", wire.url + "/v1"), system="You add.", tools=[add])
     first = await agent.run("What is 2 + 3?")
     await agent.run("Again?", history=first.transcript)
     keys = [r.json["prompt_cache_key"] for r in wire.requests]
@@ -194,8 +177,8 @@ async def test_openai_requests_carry_one_prompt_cache_key_per_conversation(wire:
 async def test_a_key_of_the_callers_own_wins_and_other_servers_get_none(wire: WireServer) -> None:
     wire.queue(ow.plain(ow.completion({"content": "ok"})), ow.plain(ow.completion({"content": "ok"})))
     own = ModelSettings(extra={"prompt_cache_key": "mine"})
-    await Agent(_model("openai:gpt-4.1", wire.url + "/v1"), settings=own).run("hi")
-    await Agent(_model("openai-compatible:local", wire.url + "/v1")).run("hi")
+    await Agent(served_model("openai:gpt-4.1", wire.url + "/v1"), settings=own).run("hi")
+    await Agent(served_model("openai-compatible:local", wire.url + "/v1")).run("hi")
     assert wire.requests[0].json["prompt_cache_key"] == "mine"
     assert "prompt_cache_key" not in wire.requests[1].json
 
@@ -205,7 +188,7 @@ async def test_openai_responses_requests_carry_the_key(wire: WireServer) -> None
     from tests.support.wire import json_reply
 
     wire.queue(json_reply(response([message("Hi.")])))
-    await Agent(_model("openai-responses:gpt-5", wire.url + "/v1")).run("hello")
+    await Agent(served_model("openai-responses:gpt-5", wire.url + "/v1")).run("hello")
     assert wire.requests[0].json["prompt_cache_key"].startswith("tooloop-")
 
 
@@ -217,7 +200,7 @@ async def test_a_turn_that_should_have_read_the_cache_reports_what_changed(
     written = aw.usage(40, 7, cache_creation_input_tokens=5_000, cache_read_input_tokens=0)
     nothing = aw.usage(5_100, 3, cache_creation_input_tokens=0, cache_read_input_tokens=0)
     wire.queue(*_anthropic_turns([written, nothing]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[source])
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[source])
     with caplog.at_level(logging.INFO, logger="tooloop.loop"):
         result, events = await _streamed(agent, "What is 2 + 3?")
     (miss,) = [e for e in events if isinstance(e, CacheMiss)]
@@ -230,7 +213,7 @@ async def test_an_unchanged_prefix_that_reads_nothing_says_the_provider_dropped_
     written = aw.usage(40, 7, cache_creation_input_tokens=5_000)
     nothing = aw.usage(5_100, 3)
     wire.queue(*_anthropic_turns([written, nothing]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[add])
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[add])
     _, events = await _streamed(agent, "What is 2 + 3?")
     (miss,) = [e for e in events if isinstance(e, CacheMiss)]
     assert miss.reason.startswith("the prefix was unchanged")
@@ -240,7 +223,7 @@ async def test_a_turn_that_reads_the_cache_is_no_miss(wire: WireServer) -> None:
     written = aw.usage(40, 7, cache_creation_input_tokens=5_000)
     read = aw.usage(100, 3, cache_read_input_tokens=5_000)
     wire.queue(*_anthropic_turns([written, read]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[add])
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add numbers.", tools=[add])
     result, events = await _streamed(agent, "What is 2 + 3?")
     assert not [e for e in events if isinstance(e, CacheMiss)]
     assert result.usage.cache_read_tokens == 5_000
@@ -262,7 +245,7 @@ async def test_a_context_policy_that_rewrites_the_history_says_the_cache_will_br
         aw.streamed([{"type": "text", "text": "Done."}], "end_turn", nothing),
     )
     policy = ContextPolicy(max_messages=4, min_recent_turns=0)
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), system="You add.", tools=[add], context=policy)
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), system="You add.", tools=[add], context=policy)
     with caplog.at_level(logging.INFO, logger="tooloop.loop"):
         result, events = await _streamed(agent, "Add some numbers.")
     assert result.text == "Done."
@@ -286,6 +269,6 @@ async def test_no_break_is_announced_while_the_policy_keeps_every_message(wire: 
     from tooloop import CacheBreak, ContextPolicy
 
     wire.queue(*_anthropic_turns([aw.usage(), aw.usage()]))
-    agent = Agent(_model(f"anthropic:{aw.MODEL}", wire.url), tools=[add], context=ContextPolicy(max_messages=50))
+    agent = Agent(served_model(f"anthropic:{aw.MODEL}", wire.url), tools=[add], context=ContextPolicy(max_messages=50))
     _, events = await _streamed(agent, "What is 2 + 3?")
     assert not [e for e in events if isinstance(e, CacheBreak)]
