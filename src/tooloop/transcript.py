@@ -210,9 +210,23 @@ class Transcript(Sequence[Message]):
         render = render_rich if rich else render_text
         return render(self, usage=usage, stop_reason=stop_reason, limit=max_chars)
 
-    def to_dicts(self) -> list[dict[str, Any]]:
-        """Plain JSON-compatible dicts, one per message."""
-        return [message_to_dict(m) for m in self]
+    def to_dicts(self, *, prompt_extensions: bool = False) -> list[dict[str, Any]]:
+        """Plain JSON-compatible dicts, one per message.
+
+        With ``prompt_extensions`` (how ``run_many`` records keep them), a response's tokens whose
+        prompt continues the previous response's prompt and completion are written with only the
+        ids after those (``prompt_after``, see :func:`tokens_to_dict`), not the whole prompt again;
+        :meth:`from_json` reads both forms.
+        """
+        if not prompt_extensions:
+            return [message_to_dict(m) for m in self]
+        out = []
+        previous: Tokens | None = None
+        for message in self:
+            out.append(message_to_dict(message, previous))
+            tokens = getattr(message, "tokens", None)
+            previous = tokens if tokens is not None else previous
+        return out
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The versioned JSON form: ``{"version": 1, "messages": [...]}``."""
@@ -249,13 +263,17 @@ class Transcript(Sequence[Message]):
                 f"transcript schema version {version!r} is newer than this tooloop reads ({SCHEMA_VERSION})"
             )
         messages: list[Message] = []
+        previous: Tokens | None = None  # the last response's tokens, which a prompt_after continues
         for position, item in enumerate(data["messages"]):
             try:
-                messages.append(message_from_dict(item))
+                message = message_from_dict(item, previous)
             except _UNREADABLE as exc:
                 error = CorruptDataError(f"message {position} of the transcript cannot be read: {exc!r}")
                 error.transcript = cls(messages)  # the messages before it are kept
                 raise error from exc
+            messages.append(message)
+            tokens = getattr(message, "tokens", None)
+            previous = tokens if tokens is not None else previous
         return cls(messages)
 
 
@@ -290,16 +308,18 @@ def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
     )
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    """The JSON-compatible dict of one message (the unit a store writes)."""
+def message_to_dict(message: Message, previous: Tokens | None = None) -> dict[str, Any]:
+    """The JSON-compatible dict of one message (the unit a store writes); ``previous``, the
+    tokens of the response before it, lets its tokens be written as an extension of those
+    (:func:`tokens_to_dict`)."""
     if isinstance(message, UserMessage):
         return _user_to_dict(message)
     if isinstance(message, SystemMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
-        return _assistant_to_dict(message)
+        return _assistant_to_dict(message, previous)
     if isinstance(message, ToolCallMessage):
-        return _tool_call_to_dict(message)
+        return _tool_call_to_dict(message, previous)
     raise TypeError(f"not a tooloop message: {message!r}")
 
 
@@ -312,7 +332,7 @@ def _user_to_dict(message: UserMessage) -> dict[str, Any]:
     return data
 
 
-def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
+def _assistant_to_dict(message: AssistantMessage, previous: Tokens | None) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": "assistant", "text": message.text}
     if message.thinking:
         data["thinking"] = [thinking_to_dict(t) for t in message.thinking]
@@ -331,20 +351,27 @@ def _assistant_to_dict(message: AssistantMessage) -> dict[str, Any]:
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
     if message.tokens is not None:
-        data["tokens"] = tokens_to_dict(message.tokens)
+        data["tokens"] = tokens_to_dict(message.tokens, previous)
     return data
 
 
-def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
+def tokens_to_dict(tokens: Tokens, previous: Tokens | None = None) -> dict[str, Any]:
     """The JSON-compatible dict of a response's tokens: each array as base64 of its little-endian
     bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 32-bit floats, NaN for none;
     data written before logprobs were kept as 32-bit floats holds 64-bit ones, which
     :func:`tokens_from_dict` reads too), and ``problem`` when there is one. Compact: a Python
-    object per token would not be."""
-    data: dict[str, Any] = {
-        "prompt": _b64(little_endian(tokens.whole_prompt, "i")),
-        "completion": _b64(little_endian(tokens.completion, "i")),
-    }
+    object per token would not be.
+
+    When ``previous`` is given and these tokens' prompt continues it (``tokens.extends is
+    previous``), ``prompt_after`` holds only the ids after ``previous``' whole prompt and
+    completion, in place of ``prompt``; reading it needs ``previous`` again. A reader that
+    knows only ``prompt`` sees no prompt ids: such tokens are unusable to it, never misaligned.
+    """
+    if previous is not None and tokens.extends is previous:
+        prompt = {"prompt_after": _b64(little_endian(tokens.prompt, "i"))}
+    else:
+        prompt = {"prompt": _b64(little_endian(tokens.whole_prompt, "i"))}
+    data: dict[str, Any] = {**prompt, "completion": _b64(little_endian(tokens.completion, "i"))}
     if tokens.logprobs:
         data["logprobs"] = _b64(little_endian(tokens.logprobs, "f"))
     if tokens.problem is not None:
@@ -354,11 +381,17 @@ def tokens_to_dict(tokens: Tokens) -> dict[str, Any]:
     return data
 
 
-def tokens_from_dict(data: Mapping[str, Any]) -> Tokens:
-    """Read :func:`tokens_to_dict`'s form; ``ValueError`` when an array is not whole values."""
+def tokens_from_dict(data: Mapping[str, Any], previous: Tokens | None = None) -> Tokens:
+    """Read :func:`tokens_to_dict`'s form; ``ValueError`` when an array is not whole values, or
+    when a ``prompt_after`` has no ``previous`` tokens to continue."""
     if not isinstance(data, Mapping):
         raise TypeError(f"field 'tokens' must be an object, got {data!r}")
-    prompt = _unb64(data, "prompt", 4)
+    extends = None
+    if "prompt_after" in data:
+        if previous is None:
+            raise ValueError("tokens field 'prompt_after' continues an earlier response's tokens, and there are none")
+        extends = previous
+    prompt = _unb64(data, "prompt" if extends is None else "prompt_after", 4)
     completion = _unb64(data, "completion", 4)
     logprobs = _unb64(data, "logprobs", 4)
     # one 32-bit float per completion id, or (written before they were) one 64-bit float
@@ -371,6 +404,7 @@ def tokens_from_dict(data: Mapping[str, Any]) -> Tokens:
         native_order(logprobs, "d" if width == 8 else "f"),
         _optional_text(data, "problem"),
         _optional_text(data, "fallback"),
+        extends,
     )
 
 
@@ -391,7 +425,7 @@ def _unb64(data: Mapping[str, Any], key: str, size: int) -> bytes:
     return raw
 
 
-def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
+def _tool_call_to_dict(message: ToolCallMessage, previous: Tokens | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "kind": "tool_call",
         "tool_name": message.tool_name,
@@ -423,7 +457,7 @@ def _tool_call_to_dict(message: ToolCallMessage) -> dict[str, Any]:
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
     if message.tokens is not None:
-        data["tokens"] = tokens_to_dict(message.tokens)
+        data["tokens"] = tokens_to_dict(message.tokens, previous)
     return data
 
 
@@ -554,8 +588,9 @@ def _thinking(data: Mapping[str, Any]) -> tuple[ThinkingPart, ...]:
     return tuple(thinking_from_dict(t) for t in value)
 
 
-def message_from_dict(data: Mapping[str, Any]) -> Message:
-    """Read one message written by :func:`message_to_dict`.
+def message_from_dict(data: Mapping[str, Any], previous: Tokens | None = None) -> Message:
+    """Read one message written by :func:`message_to_dict` (``previous``: the tokens of the
+    response before it, which its tokens' ``prompt_after`` continues).
 
     Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a field is missing or has the wrong type.
     """
@@ -577,14 +612,14 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             response_id=_optional_text(data, "response_id"),
             stop_sequence=_optional_text(data, "stop_sequence"),
             usage=_usage(data),
-            tokens=_tokens(data),
+            tokens=_tokens(data, previous),
         )
     if kind == "tool_call":
-        return _tool_call_from_dict(data)
+        return _tool_call_from_dict(data, previous)
     raise ValueError(f"unknown message kind {kind!r}")
 
 
-def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
+def _tool_call_from_dict(data: Mapping[str, Any], previous: Tokens | None) -> ToolCallMessage:
     error, error_type = _error_from(data.get("error"))
     return ToolCallMessage(
         tool_name=_text(data, "tool_name"),
@@ -603,13 +638,13 @@ def _tool_call_from_dict(data: Mapping[str, Any]) -> ToolCallMessage:
         parts=tuple(part_from_dict(p) for p in data.get("parts", ())),
         response_id=_optional_text(data, "response_id"),
         usage=_usage(data),
-        tokens=_tokens(data),
+        tokens=_tokens(data, previous),
     )
 
 
-def _tokens(data: Mapping[str, Any]) -> Tokens | None:
+def _tokens(data: Mapping[str, Any], previous: Tokens | None) -> Tokens | None:
     value = data.get("tokens")
-    return None if value is None else tokens_from_dict(value)
+    return None if value is None else tokens_from_dict(value, previous)
 
 
 def _error_from(value: Any) -> tuple[RestoredToolError | None, str | None]:

@@ -65,8 +65,9 @@ def record_for(
         "error": None if error is None else {"type": type(error).__name__, "message": _safe_str(error)},
         "elapsed_s": round(elapsed, 6),
         "metadata": metadata,
-        # Transcript.to_json()'s form, without encoding and decoding it once more before the line is written.
-        "transcript": {"version": SCHEMA_VERSION, "messages": result.transcript.to_dicts()},
+        # Transcript.to_json()'s form, without encoding and decoding it once more before the line is
+        # written, and each response's prompt ids after the previous response's (prompt_after).
+        "transcript": {"version": SCHEMA_VERSION, "messages": result.transcript.to_dicts(prompt_extensions=True)},
     }
     if extras:
         record.update(extras)
