@@ -61,11 +61,12 @@ _last_request: tuple[Usage | None, Usage] = (None, Usage())
 class Recorder:
     """Appends messages to the transcript, the outbox, the event stream and the journal."""
 
-    __slots__ = ("_outbox", "_unrecorded", "events", "journal", "transcript", "upstream", "usage")
+    __slots__ = ("_calls", "_outbox", "_unrecorded", "_usage", "events", "journal", "transcript", "upstream")
 
     def __init__(self, transcript: Transcript, journal: Journal | None):
         self.transcript = transcript
-        self.usage = Usage()
+        self._usage = Usage()
+        self._calls = 0  # executed calls not yet in _usage: a Usage per call is made only when asked
         self.journal = journal
         self.events: EventChannel | None = None
         """Where events go when someone streams the run (else none is made)."""
@@ -73,6 +74,25 @@ class Recorder:
         self._unrecorded: list[Message] = []
         self.upstream: Recorder | None = None
         """A subagent's parent run: each request and call counts there too (usage rolls up)."""
+
+    @property
+    def usage(self) -> Usage:
+        """The run's usage so far: its requests' tokens and cost, and the calls it executed."""
+        if self._calls:
+            total, calls, self._calls = self._usage, self._calls, 0
+            self._usage = Usage(
+                total.input_tokens,
+                total.output_tokens,
+                total.requests,
+                total.tool_calls + calls,
+                total.cache_read_tokens,
+                total.cache_write_tokens,
+                total.reasoning_tokens,
+                total.cost,
+                total.estimated,
+                total.cache_write_1h_tokens,
+            )
+        return self._usage
 
     def emit(self, event: Event) -> None:
         """Send an event to the stream consumer, if there is one."""
@@ -133,24 +153,12 @@ class Recorder:
 
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
-        self.usage = self.usage + request_usage(usage)
+        self._usage = self.usage + request_usage(usage)
         if self.upstream is not None:
             self.upstream.count_request(usage)
 
     def count_call(self) -> None:
         """Count one executed tool call."""
-        total = self.usage
-        self.usage = Usage(
-            total.input_tokens,
-            total.output_tokens,
-            total.requests,
-            total.tool_calls + 1,
-            total.cache_read_tokens,
-            total.cache_write_tokens,
-            total.reasoning_tokens,
-            total.cost,
-            total.estimated,
-            total.cache_write_1h_tokens,
-        )
+        self._calls += 1
         if self.upstream is not None:
             self.upstream.count_call()

@@ -30,7 +30,7 @@ from ..tools.execute import Lingering, invoke, run_concurrently
 from ..tools.tool import Tool, ToolContext
 from .approval import AWAITING, ApprovalsPending, Approver
 from .cancel import CancelToken
-from .control import Hooks, LoopControl, StepContext, call_hook
+from .control import Hooks, StepContext, call_hook
 from .guards import cut_off
 from .limits import Limits
 from .observe import Watch
@@ -360,7 +360,8 @@ async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal:
 def _announce(slot: Slot, batch: BatchContext) -> None:
     if not slot.closed and slot.outcome is not None:
         slot.closed = True
-        batch.record.emit(ToolCallFinished(slot.outcome))
+        if batch.record.events is not None:  # no event to make when nobody listens
+            batch.record.emit(ToolCallFinished(slot.outcome))
 
 
 def _is_sequential(slot: Slot) -> bool:
@@ -369,23 +370,31 @@ def _is_sequential(slot: Slot) -> bool:
 
 async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
     if batch.owner.stop_requested() is None:
-        await _decide_and_run(slot, batch, iteration)
+        if batch.hooks.before_tool_call is None:
+            await _execute(slot, batch, iteration)
+        else:
+            await _decide_and_run(slot, batch, iteration)
     if slot.outcome is None:
         _stopped(slot)
     elif slot.outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
         await batch.record.record_outcome(slot.outcome)
         return  # closed by the run that decides it
+    if batch.hooks.after_tool_call is None and batch.record.journal is None:
+        slot.hooked = True  # what close() does then, without a coroutine per call
+        _announce(slot, batch)
+        return
     await close(slot, batch, journal=True)
 
 
 async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> None:
     before = batch.hooks.before_tool_call
-    control = LoopControl.CONTINUE if before is None else await call_hook(before, batch.owner.step_context(slot))
+    assert before is not None
+    control = await call_hook(before, batch.owner.step_context(slot))
     if control.action == "stop":
         batch.owner.request_stop(control.reason, control.text)
     elif control.action == "override":
         _finish_ok(slot, control.result)
-    elif before is None or batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
+    elif batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
         await _execute(slot, batch, iteration)
 
 
@@ -394,10 +403,25 @@ def _stopped(slot: Slot) -> None:
 
 
 async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
-    tool, template = slot.tool, slot.template
+    tool, template, record = slot.tool, slot.template, batch.record
     assert tool is not None and slot.kwargs is not None
-    batch.record.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
-    context = ToolContext(
+    if record.events is not None:
+        record.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
+    context = None if tool.context_param is None else _context(template, batch, iteration)
+    timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
+    record.count_call()
+    if batch.watch is None:
+        await _invoke(slot, tool, context, timeout, batch)
+        return
+    with batch.watch.tool(template) as seen:
+        await _invoke(slot, tool, context, timeout, batch)
+        assert slot.outcome is not None
+        seen.finished(slot.outcome)
+
+
+def _context(template: ToolCallMessage, batch: BatchContext, iteration: int) -> ToolContext:
+    """What the call's function is told about it (made only for a function that asks for it)."""
+    return ToolContext(
         template.tool_call_id,
         template.tool_name,
         template.arguments,
@@ -411,21 +435,14 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
         deps=batch.deps,
         parent=batch.owner,
     )
-    timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
-    batch.record.count_call()
-    if batch.watch is None:
-        await _invoke(slot, tool, context, timeout, batch)
-        return
-    with batch.watch.tool(template) as seen:
-        await _invoke(slot, tool, context, timeout, batch)
-        assert slot.outcome is not None
-        seen.finished(slot.outcome)
 
 
-async def _invoke(slot: Slot, tool: Tool, context: ToolContext, seconds: float | None, batch: BatchContext) -> None:
+async def _invoke(
+    slot: Slot, tool: Tool, context: ToolContext | None, seconds: float | None, batch: BatchContext
+) -> None:
     assert slot.kwargs is not None
-    try:
-        result = await invoke(tool, dict(slot.kwargs), context, seconds, batch.lingering)
+    try:  # the kwargs are the slot's own copy (Tool.validate), used once
+        result = await invoke(tool, slot.kwargs, context, seconds, batch.lingering)
     except asyncio.CancelledError as exc:
         if batch.token.cancelled or _being_cancelled():
             raise

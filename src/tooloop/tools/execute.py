@@ -9,12 +9,15 @@ the caller gets its :class:`~tooloop.errors.ToolTimeoutError` at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextvars
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from .._deadline import deadline
 from ..errors import ToolTimeoutError
+from .threads import Limiter
 from .tool import Tool, ToolContext, finish_sync
 
 __all__ = ["Lingering", "invoke", "run_concurrently"]
@@ -34,6 +37,11 @@ class Lingering:
     def __init__(self) -> None:
         self._threads: list[tuple[Future[Any], bool]] = []
 
+    @property
+    def idle(self) -> bool:
+        """No thread was left running (the usual case: then there is nothing to wait for)."""
+        return not self._threads
+
     def add(self, thread: Future[Any], sequential: bool) -> None:
         """Track ``thread`` (of a ``sequential`` tool or not) until it ends."""
         self._threads.append((thread, sequential))
@@ -48,7 +56,7 @@ class Lingering:
 
 async def run_concurrently(
     items: Sequence[T],
-    run_one: Callable[[T], Awaitable[None]],
+    run_one: Callable[[T], Coroutine[Any, Any, None]],
     sequential: Callable[[T], bool],
     lingering: Lingering | None = None,
 ) -> None:
@@ -64,22 +72,40 @@ async def run_concurrently(
         if sequential(item):
             await _together(group, run_one, lingering)
             group = []
-            await lingering.wait(everything=True)
+            if not lingering.idle:
+                await lingering.wait(everything=True)
             await run_one(item)
         else:
             group.append(item)
     await _together(group, run_one, lingering)
 
 
-async def _together(group: Sequence[T], run_one: Callable[[T], Awaitable[None]], lingering: Lingering) -> None:
+async def _together(
+    group: Sequence[T], run_one: Callable[[T], Coroutine[Any, Any, None]], lingering: Lingering
+) -> None:
     if not group:
         return
-    await lingering.wait(everything=False)  # a sequential call's thread may still run
+    if not lingering.idle:
+        await lingering.wait(everything=False)  # a sequential call's thread may still run
     if len(group) == 1:
         await run_one(group[0])
         return
-    tasks = [asyncio.ensure_future(run_one(item)) for item in group]
+    # Each item starts here, in this task, in a context of its own as a task would give it. Most
+    # finish without waiting (a tool that only computes, a call refused by a hook), and then need
+    # no task: a task per call was a tenth of a K=4 conversation's CPU. The first item that waits
+    # is finished in this task, once the items after it have started as tasks of their own.
+    tasks: list[asyncio.Task[None]] = []
     try:
+        for index, item in enumerate(group):
+            step = run_one(item)
+            context = contextvars.copy_context()
+            try:
+                waiting_on = context.run(step.send, None)
+            except StopIteration:
+                continue
+            tasks = [asyncio.ensure_future(run_one(rest)) for rest in group[index + 1 :]]
+            await _go_on(step, context, waiting_on)
+            break
         for task in tasks:  # like gather (run_one records its own failures) without its futures
             await task
     finally:
@@ -88,22 +114,69 @@ async def _together(group: Sequence[T], run_one: Callable[[T], Awaitable[None]],
                 task.cancel()
 
 
+@types.coroutine
+def _go_on(step: Coroutine[Any, Any, None], context: contextvars.Context, waiting_on: Any) -> Generator[Any, Any, None]:
+    """Drive ``step`` to its end in the current task and in ``context``: it already ran up to its
+    first wait (for ``waiting_on``), which the task now waits for in its place."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except GeneratorExit:
+            step.close()
+            raise
+        except BaseException as exc:  # a cancellation (or a timeout's) goes to where the item waits
+            try:
+                waiting_on = context.run(step.throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                waiting_on = context.run(step.send, sent)
+            except StopIteration:
+                return
+
+
 async def invoke(
-    tool: Tool, kwargs: dict[str, Any], context: ToolContext, seconds: float | None, lingering: Lingering | None = None
+    tool: Tool,
+    kwargs: dict[str, Any],
+    context: ToolContext | None,
+    seconds: float | None,
+    lingering: Lingering | None = None,
 ) -> Any:
     """Call ``tool`` within its concurrency cap, giving up after ``seconds`` (None: no limit).
 
-    A sync call keeps its slot until its thread ends, even when the caller gave up on it.
+    ``context`` may be None for a function that takes none. A sync call keeps its slot until
+    its thread ends, even when the caller gave up on it.
     """
     limiter = tool.limiter()
     if limiter is not None:
         await limiter.acquire()
-    if tool.is_async:
+    if not tool.is_async:
+        return await _in_thread(tool, kwargs, context, seconds, limiter, lingering)
+    try:
+        if seconds is None:
+            return await tool.start(kwargs, context)
+        scope = deadline(seconds)  # inline rather than _timed: one coroutine less per call
         try:
-            return await _timed(tool.name, tool.call(kwargs, context), seconds)
-        finally:
-            if limiter is not None:
-                limiter.release()
+            with scope:
+                return await tool.start(kwargs, context)
+        except TimeoutError:
+            if scope.expired:
+                raise _timed_out(tool.name, seconds) from None
+            raise
+    finally:
+        if limiter is not None:
+            limiter.release()
+
+
+async def _in_thread(
+    tool: Tool,
+    kwargs: dict[str, Any],
+    context: ToolContext | None,
+    seconds: float | None,
+    limiter: Limiter | None,
+    lingering: Lingering | None,
+) -> Any:
     try:
         thread = tool.in_thread(kwargs, context)
     except BaseException:
@@ -126,5 +199,9 @@ async def _timed(name: str, call: Awaitable[Any], seconds: float | None) -> Any:
             return await call
     except TimeoutError:
         if scope.expired:
-            raise ToolTimeoutError(f"tool {name!r} did not finish within {seconds:g} seconds") from None
+            raise _timed_out(name, seconds) from None
         raise
+
+
+def _timed_out(name: str, seconds: float) -> ToolTimeoutError:
+    return ToolTimeoutError(f"tool {name!r} did not finish within {seconds:g} seconds")

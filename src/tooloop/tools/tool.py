@@ -170,15 +170,23 @@ class Tool:
         """This tool's concurrency cap, shared by every run, thread and event loop of the process."""
         return self._limiter
 
-    async def call(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
-        """Run the function with validated ``kwargs`` (sync functions in a worker thread)."""
+    async def call(self, kwargs: dict[str, Any], context: ToolContext | None) -> Any:
+        """Run the function with validated ``kwargs`` (sync functions in a worker thread).
+
+        ``context`` may be None when the function takes none (``context_param`` is None).
+        """
         if not self._is_async:
             return await finish_sync(self.in_thread(kwargs, context))
+        return await self.start(kwargs, context)
+
+    def start(self, kwargs: dict[str, Any], context: ToolContext | None) -> Awaitable[Any]:
+        """Call an async function with validated ``kwargs``: what :meth:`call` awaits, not awaited yet."""
         if self.context_param is not None:
             kwargs[self.context_param] = context
-        return await self.function(**kwargs)
+        started: Awaitable[Any] = self.function(**kwargs)
+        return started
 
-    def in_thread(self, kwargs: dict[str, Any], context: ToolContext) -> Future[Any]:
+    def in_thread(self, kwargs: dict[str, Any], context: ToolContext | None) -> Future[Any]:
         """Start a sync function in a daemon worker thread; the future is done when the thread is."""
         if self.context_param is not None:
             kwargs[self.context_param] = context
