@@ -10,6 +10,7 @@ writing a tool call. :class:`Guards` keeps the counts of one run; the bounds are
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover - orjson comes with the provider extras
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["Guards", "call_key", "cut_off", "grown_max_tokens", "unfinished_json"]
+__all__ = ["Guards", "call_key", "cut_off", "exact_json", "grown_max_tokens", "unfinished_json"]
 
 
 class Guards:
@@ -34,7 +35,7 @@ class Guards:
         self._held: tuple[ToolCall, ...] = ()
         """The calls run so far while there were at most ``max_repeats``: none can be over the bound yet,
         so their canonical keys (a JSON parse and dump each) are not needed."""
-        self._calls: dict[tuple[str, str], int] | None = None
+        self._calls: dict[tuple[str, str | bytes], int] | None = None
         self._error: tuple[str, str] | None = None
         self._errors = 0
         self._empty = 0
@@ -88,23 +89,42 @@ class Guards:
         return self._empty > self.limits.max_empty_responses
 
 
-def _counts(calls: Iterable[ToolCall]) -> dict[tuple[str, str], int]:
-    counts: dict[tuple[str, str], int] = {}
+def _counts(calls: Iterable[ToolCall]) -> dict[tuple[str, str | bytes], int]:
+    counts: dict[tuple[str, str | bytes], int] = {}
     for call in calls:
         key = call_key(call)
         counts[key] = counts.get(key, 0) + 1
     return counts
 
 
-def call_key(call: ToolCall) -> tuple[str, str]:
+def call_key(call: ToolCall) -> tuple[str, str | bytes]:
     """The tool and its arguments in one canonical form: the same call written differently is equal."""
     arguments: Any = call.arguments
     if isinstance(arguments, str):
-        try:  # the standard library: orjson reads an int beyond 64 bits as a float, and two such become equal
-            arguments = json.loads(arguments or "{}")
+        try:
+            arguments = exact_json(arguments or "{}")
         except ValueError:
             return call.name, arguments
-    return call.name, _CANONICAL.encode(arguments)
+    if orjson is not None:
+        try:  # in C; NaN and the infinities read as null here, which is close enough for counting repeats
+            return call.name, orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # an integer beyond 64 bits, a value JSON cannot hold
+            pass
+    return call.name, _CANONICAL.encode(arguments).encode()
+
+
+def exact_json(text: str) -> Any:
+    """``text`` read as JSON, every integer exact (at any width); ValueError when it is not JSON."""
+    if orjson is not None and _WIDE_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except ValueError:  # NaN, a number beyond a double...: the standard library decides (and explains)
+            pass
+    return json.loads(text)
+
+
+_WIDE_NUMBER = re.compile(r"\d{19}")
+"""Nineteen digits in a row: maybe an integer beyond 64 bits, which orjson reads as a rounded float."""
 
 
 def _complete(text: str) -> bool:

@@ -122,7 +122,8 @@ class Recorder:
     async def add(self, *messages: Message) -> None:
         """Append ``messages`` and journal them at once."""
         self.append(messages)
-        await self.flush()
+        if self.journal is not None:
+            await self.flush()
 
     async def flush(self, *, quiet: bool = False) -> None:
         """Write appended messages to the journal (``quiet``: while another error is on its way)."""

@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from decimal import Decimal
 from types import MappingProxyType
@@ -229,10 +228,8 @@ class Run:
         """
         return self.inbox.put(check_steering(text))
 
-    async def _deliver_steering(self) -> None:
-        texts = self.inbox.take()
-        if texts:
-            await self.record.add(*(UserMessage(text) for text in texts))
+    async def _deliver_steering(self, texts: list[str]) -> None:
+        await self.record.add(*(UserMessage(text) for text in texts))
 
     def _end_inbox(self) -> None:
         self.undelivered = self.inbox.close()
@@ -482,8 +479,11 @@ class Run:
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
                 await self._final_answer()
             return
-        await self._deliver_steering()
-        await self._list_tools()
+        steering = self.inbox.take()
+        if steering:
+            await self._deliver_steering(steering)
+        if self.config.sources:
+            await self._list_tools()
         response = await self._request_model("auto")
         if cut_off(response):
             response = await self._retry_cut(response)
@@ -508,9 +508,13 @@ class Run:
         """Send the shaped conversation; on a context overflow, once more with a smaller one."""
         self.iteration += 1
         record = self.record
-        messages = await self.shaper.messages(record.transcript)
-        if self.shaper.context is not None and self._request is not None:
-            self._announce_rewrite(self._request.messages, messages)
+        shaper, transcript = self.shaper, record.transcript
+        if shaper.context is None:
+            messages = shaper.base(transcript)
+        else:
+            messages = await shaper.messages(transcript)
+            if self._request is not None:
+                self._announce_rewrite(self._request.messages, messages)
         if self._cache_key is None:
             self._cache_key = cache_key(self.session_id, messages)
         tools, native_search = (self._tool_defs, False) if self.config.tool_search is None else self._searched_tools()
@@ -550,12 +554,18 @@ class Run:
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
         """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
         watcher = self.config.hooks.on_provider_payload
-        # the payloads of this request (and a smaller retry) go to the hook
-        with listen(watcher) if watcher is not None else nullcontext():
-            try:
+        try:
+            if watcher is None:
                 response = checked(self.model, await pending_response(self.model, request, handler))
-            except ContextLengthError as exc:
+            else:
+                with listen(watcher):  # the payloads of this request (and a smaller retry) go to the hook
+                    response = checked(self.model, await pending_response(self.model, request, handler))
+        except ContextLengthError as exc:
+            if watcher is None:
                 response = await self._request_smaller(request, handler, exc)
+            else:
+                with listen(watcher):
+                    response = await self._request_smaller(request, handler, exc)
         if self.config.limits.max_total_tokens is not None and not response.usage.total_tokens:
             response = replace(response, usage=self._estimate(request, response))
         usage = response.usage

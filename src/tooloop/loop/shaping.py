@@ -35,12 +35,17 @@ class Shaper:
 
     async def messages(self, transcript: Transcript, *, overflow: bool = False) -> Sequence[Message]:
         """The system prompt (unless the transcript starts with one) and the transcript, shaped."""
-        base: Sequence[Message] = transcript
-        if self.system and not (transcript and isinstance(transcript[0], SystemMessage)):
-            base = _View(SystemMessage(self.system), transcript)
+        base = self.base(transcript)
         if self.context is not None:
             return await self.context.prepare(base, model=self.model, overflow=overflow)
         return base
+
+    def base(self, transcript: Transcript) -> Sequence[Message]:
+        """The system prompt (unless the transcript starts with one) and the transcript, not shaped
+        (what :meth:`messages` gives without a context policy)."""
+        if self.system and not (transcript and isinstance(transcript[0], SystemMessage)):
+            return _View(SystemMessage(self.system), transcript)
+        return transcript
 
     async def smaller(self, transcript: Transcript, sent: Sequence[Message]) -> Sequence[Message] | None:
         """A smaller request after the provider said ``sent`` was too long; None if none helps."""

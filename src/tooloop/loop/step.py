@@ -94,7 +94,8 @@ class StepRunner:
                 self.token._detach(task)  # before the journal is written: a late cancel must not cut it
         if error is not None:
             raise await self._failed(error)
-        await self._record.flush()
+        if self._record.journal is not None:
+            await self._record.flush()
         return completed
 
     def _as_error(self, exc: Exception) -> ToolloopError:

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,18 +30,13 @@ from ..tools.tool import Tool, ToolContext
 from .approval import AWAITING, ApprovalsPending, Approver
 from .cancel import CancelToken
 from .control import Hooks, StepContext, call_hook
-from .guards import cut_off
+from .guards import cut_off, exact_json
 from .limits import Limits
 from .observe import Watch
 from .record import Recorder, request_usage
 from .repair import interrupted, unique_id
 from .result import ApprovalDecision
 from .summarize import ResultSummarizer, summarize_outcome
-
-try:
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson comes with the provider extras
-    _fast_loads = None  # type: ignore[assignment]
 
 __all__ = [
     "BatchContext",
@@ -243,7 +237,7 @@ def _parse(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any], str | No
         return dict(arguments), None, None
     text = arguments.strip() or "{}"
     try:
-        value = _loads(text)
+        value = exact_json(text)
     except json.JSONDecodeError as exc:
         return {}, arguments, ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
     except ValueError:  # an integer longer than int() reads (4300 digits by default)
@@ -252,20 +246,6 @@ def _parse(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any], str | No
     if not isinstance(value, dict):
         return {}, arguments, ToolArgumentsError("arguments must be a JSON object")
     return value, None, None
-
-
-_WIDE_NUMBER = re.compile(r"\d{19}")
-"""Nineteen digits in a row: maybe an integer beyond 64 bits, which orjson reads as a rounded float."""
-
-
-def _loads(text: str) -> Any:
-    """Tool arguments as JSON values, every integer exact (at any width)."""
-    if _fast_loads is not None and _WIDE_NUMBER.search(text) is None:
-        try:
-            return _fast_loads(text)
-        except ValueError:  # NaN, a number beyond a double...: the standard library decides (and explains)
-            pass
-    return json.loads(text)
 
 
 def _merge_data(first: Mapping[str, Any], second: Mapping[str, Any]) -> Mapping[str, Any]:
