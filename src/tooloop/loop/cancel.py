@@ -11,6 +11,11 @@ __all__ = ["CancelToken"]
 
 _generations = itertools.count(1)
 
+_LOCK = threading.RLock()
+"""One lock for every token: a thousand concurrent runs would otherwise keep a thousand locks.
+Reentrant: the garbage collector may run a finalizer that cancels another token (an abandoned
+event stream) while this thread holds it."""
+
 
 class CancelToken:
     """Cancels the runs it is passed to.
@@ -25,14 +30,13 @@ class CancelToken:
     is closed) never cancels the other runs sharing your token.
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_lock", "_reason", "_steps")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_reason", "_steps")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: str | None = None
         self._steps: dict[asyncio.Task[object], int] = {}
         self._children: weakref.WeakSet[CancelToken] | None = None  # made with the first child
-        self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
@@ -46,7 +50,7 @@ class CancelToken:
 
     def cancel(self, reason: str | None = None) -> None:
         """Stop the runs using this token (and its children); idempotent, thread-safe."""
-        with self._lock:
+        with _LOCK:
             if self._cancelled:
                 return
             self._cancelled = True
@@ -61,7 +65,7 @@ class CancelToken:
     def child(self) -> CancelToken:
         """A new token cancelled whenever this one is (but not the other way round)."""
         child = CancelToken()
-        with self._lock:
+        with _LOCK:
             cancelled, reason = self._cancelled, self._reason
             if not cancelled:
                 if self._children is None:
@@ -79,7 +83,7 @@ class CancelToken:
             pass
 
     def _deliver(self, task: asyncio.Task[object], generation: int) -> None:
-        with self._lock:
+        with _LOCK:
             current = self._steps.get(task) == generation
             if current:
                 del self._steps[task]
@@ -91,7 +95,7 @@ class CancelToken:
         if task is None:
             return
         generation = next(_generations)
-        with self._lock:
+        with _LOCK:
             self._steps[task] = generation
             late = self._cancelled  # cancelled from another thread just before the step began
         if late:
@@ -104,5 +108,5 @@ class CancelToken:
         """
         if task is None:
             return False
-        with self._lock:
+        with _LOCK:
             return self._steps.pop(task, None) is None

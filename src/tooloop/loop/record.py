@@ -61,7 +61,17 @@ _last_request: tuple[Usage | None, Usage] = (None, Usage())
 class Recorder:
     """Appends messages to the transcript, the outbox, the event stream and the journal."""
 
-    __slots__ = ("_calls", "_outbox", "_unrecorded", "_usage", "events", "journal", "transcript", "upstream")
+    __slots__ = (
+        "_calls",
+        "_outbox",
+        "_unrecorded",
+        "_usage",
+        "events",
+        "journal",
+        "keep_outbox",
+        "transcript",
+        "upstream",
+    )
 
     def __init__(self, transcript: Transcript, journal: Journal | None):
         self.transcript = transcript
@@ -70,8 +80,11 @@ class Recorder:
         self.journal = journal
         self.events: EventChannel | None = None
         """Where events go when someone streams the run (else none is made)."""
-        self._outbox: list[Message] = []
-        self._unrecorded: list[Message] = []
+        # A thousand runs at once each keep one: lists are made when something goes in them.
+        self._outbox: list[Message] | None = None
+        self.keep_outbox = True
+        """False when nobody takes the messages (``run()``): :meth:`drain` then has none."""
+        self._unrecorded: list[Message] | None = None
         self.upstream: Recorder | None = None
         """A subagent's parent run: each request and call counts there too (usage rolls up)."""
 
@@ -112,9 +125,16 @@ class Recorder:
     def append(self, messages: Sequence[Message]) -> None:
         """Add ``messages`` to the transcript and the outbox; the journal gets them at :meth:`flush`."""
         self.transcript = self.transcript.extend(messages)
-        self._outbox.extend(messages)
+        if self.keep_outbox:
+            if self._outbox is None:
+                self._outbox = list(messages)
+            else:
+                self._outbox.extend(messages)
         if self.journal is not None:
-            self._unrecorded.extend(messages)
+            if self._unrecorded is None:
+                self._unrecorded = list(messages)
+            else:
+                self._unrecorded.extend(messages)
         if self.events is not None:
             for message in messages:
                 self.events.put(MessageAdded(message))
@@ -129,7 +149,7 @@ class Recorder:
         """Write appended messages to the journal (``quiet``: while another error is on its way)."""
         if self.journal is None or not self._unrecorded:
             return
-        pending, self._unrecorded = self._unrecorded, []
+        pending, self._unrecorded = self._unrecorded, None
         try:
             await self.journal.record(pending)
         except Exception:
@@ -149,8 +169,8 @@ class Recorder:
 
     def drain(self) -> list[Message]:
         """The messages appended since the last drain, for ``conversation()`` to yield."""
-        out, self._outbox = self._outbox, []
-        return out
+        out, self._outbox = self._outbox, None
+        return out if out is not None else []
 
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""

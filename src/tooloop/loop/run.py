@@ -170,7 +170,7 @@ class Run:
         self.pending: tuple[ApprovalRequest, ...] = ()
         self._stop_asked: StopReason | None = None  # by a tool hook; the batch finishes first
         self._stop_asked_text: str | None = None
-        self._batch: list[Slot] = []
+        self._batch: Sequence[Slot] = ()  # the batch being settled (hooks see its outcomes)
         self._final_done = False
         self._request: ModelRequest | None = None
         self._response: ModelResponse | None = None
@@ -281,15 +281,15 @@ class Run:
         """
         watch = self.watch = Watch.start(self._facts, self.config.tracer or default_tracer(), self.provider)
         session = self._session
+        self.record.keep_outbox = False  # nobody takes the messages here
         try:
             try:
                 if session is not None:
                     await self._open_session(session)
                 step = self._first_step()
-                while True:  # the steps of _advance, nobody takes the messages
+                while True:  # the steps of _advance
                     if not await self.steps.run(step):
                         self.stop_reason = StopReason.CANCELLED
-                    self.record.drain()
                     if self.stop_reason is not None:
                         break
                     step = self._turn()
@@ -777,7 +777,7 @@ class Run:
             raise
         finally:
             record.append([s.outcome for s in slots if s.outcome is not None])
-            self._batch = []
+            self._batch = ()
         await record.flush()
         if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
             self._stop(self._stop_asked, self._stop_asked_text)
@@ -801,7 +801,7 @@ class Run:
         try:
             await close_all(slots, self._batch_context())
         finally:
-            self._batch = []
+            self._batch = ()
         await self.record.add(*[s.outcome for s in slots if s.outcome is not None])
         self._stop(reason)
         if reason is StopReason.TOKEN_BUDGET and self.config.limits.final_answer_on_limit:

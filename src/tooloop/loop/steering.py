@@ -27,47 +27,55 @@ def check_steering(text: object) -> str:
     return text
 
 
+_LOCK = threading.RLock()
+"""One lock for every inbox: steering is rare and each hold is a few instructions, while a
+thousand concurrent runs would otherwise keep a thousand locks. Reentrant: the garbage
+collector may finalize another run (closing its inbox) while this thread holds it."""
+
+
 class Inbox:
     """Thread-safe queue of steering messages, closed once the run ends."""
 
-    __slots__ = ("_closed", "_items", "_lock")
+    __slots__ = ("_closed", "_items")
 
     def __init__(self) -> None:
-        self._items: list[str] = []
-        self._lock = threading.Lock()
+        self._items: list[str] | None = None  # made by the first message
         self._closed = False
 
     def put(self, text: str) -> bool:
         """Queue ``text``; False when the run has already ended (nothing was queued)."""
-        with self._lock:
+        with _LOCK:
             if self._closed:
                 return False
-            self._items.append(text)
+            if self._items is None:
+                self._items = [text]
+            else:
+                self._items.append(text)
             return True
 
     def take(self) -> list[str]:
         """Every message waiting, in the order they came; the inbox is empty afterwards."""
         if not self._items:  # the usual case, without the lock: a message put now is taken next time
             return []
-        with self._lock:
-            taken, self._items = self._items, []
-            return taken
+        with _LOCK:
+            taken, self._items = self._items, None
+            return taken or []
 
     def waiting(self) -> bool:
         """True when a message waits (a finished answer then starts another turn)."""
-        with self._lock:
+        with _LOCK:
             return bool(self._items)
 
     def close(self) -> tuple[str, ...]:
         """Refuse further messages; the ones never delivered."""
-        with self._lock:
+        with _LOCK:
             self._closed = True
-            left, self._items = tuple(self._items), []
+            left, self._items = tuple(self._items or ()), None
             return left
 
     def close_if_empty(self) -> bool:
         """Close when nothing waits, at once (no message can slip in between); True when closed."""
-        with self._lock:
+        with _LOCK:
             if self._items:
                 return False
             self._closed = True

@@ -35,7 +35,7 @@ class Lingering:
     __slots__ = ("_threads",)
 
     def __init__(self) -> None:
-        self._threads: list[tuple[Future[Any], bool]] = []
+        self._threads: tuple[tuple[Future[Any], bool], ...] = ()  # no object per run until a sync call
 
     @property
     def idle(self) -> bool:
@@ -44,11 +44,11 @@ class Lingering:
 
     def add(self, thread: Future[Any], sequential: bool) -> None:
         """Track ``thread`` (of a ``sequential`` tool or not) until it ends."""
-        self._threads.append((thread, sequential))
+        self._threads = (*self._threads, (thread, sequential))
 
     async def wait(self, *, everything: bool) -> None:
         """Wait until the threads of sequential calls (``everything``: of all calls) have ended."""
-        self._threads = [(t, s) for t, s in self._threads if not t.done()]
+        self._threads = tuple((t, s) for t, s in self._threads if not t.done())
         pending = [asyncio.wrap_future(t) for t, s in self._threads if everything or s]
         if pending:
             await asyncio.wait(pending)
