@@ -27,6 +27,7 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, assert_never
@@ -131,11 +132,36 @@ def convert_messages(
             if item.text.strip():
                 system.append(item.text)
             continue
+        if isinstance(item, ToolBatch):
+            for role, blocks in _batch(item, ids, tool_search):
+                _add(out, role, list(blocks))  # a copy: merging and cache breakpoints change the lists
+            used.update(dict.fromkeys(call.tool_name for call in item.calls))
+            continue
         for role, blocks in _turn(item, ids, model, tool_search):
             _add(out, role, blocks)
-        if isinstance(item, ToolBatch):
-            used.update(dict.fromkeys(call.tool_name for call in item.calls))
     return "\n\n".join(system), out, list(used)
+
+
+_Turned = list[tuple[str, list[Block]]]
+_batches: dict[tuple[int, bool], tuple[tuple[ToolCallMessage, ...], _Turned]] = {}
+_BATCHES_MAX = 2048
+"""Tool batches whose blocks are remembered at most (then forgotten all at once)."""
+
+
+def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Turned:
+    """What :func:`_turn` makes of a tool batch, remembered for the next requests, which send the
+    batch again: its messages never change, and neither do the ids (a rewrite depends on the id
+    alone). Only the very same messages find it."""
+    calls = item.calls
+    key = (id(calls[0]), tool_search)
+    kept = _batches.get(key)
+    if kept is not None and len(kept[0]) == len(calls) and all(map(operator.is_, kept[0], calls)):
+        return kept[1]
+    turned = _turn(item, ids, "", tool_search)  # a batch's blocks do not depend on the model
+    if len(_batches) >= _BATCHES_MAX:
+        _batches.clear()
+    _batches[key] = (calls, turned)  # the messages kept with it: the first one's id is not reused meanwhile
+    return turned
 
 
 def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:

@@ -9,6 +9,7 @@ deferred functions marked ``defer_loading``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
@@ -21,6 +22,7 @@ from ...messages import (
     Message,
     SystemMessage,
     TextContent,
+    ToolCallMessage,
     UserMessage,
     UserPart,
 )
@@ -144,8 +146,29 @@ def _items(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> 
         text = item.text or item.refusal
         return _reasoning(item.provider_data, tool_search) + ([_output_message(text)] if text else [])
     if isinstance(item, ToolBatch):
-        return _batch_items(item, ids, tool_search)
+        return _remembered_batch(item, ids, tool_search)
     assert_never(item)
+
+
+_batches: dict[tuple[int, bool], tuple[tuple[ToolCallMessage, ...], list[dict[str, Any]]]] = {}
+_BATCHES_MAX = 2048
+"""Tool batches whose items are remembered at most (then forgotten all at once)."""
+
+
+def _remembered_batch(batch: ToolBatch, ids: IdMapper, tool_search: bool) -> list[dict[str, Any]]:
+    """:func:`_batch_items`, remembered for the next requests, which send the batch again: its
+    messages never change, and neither do the ids (a rewrite depends on the id alone). Only the
+    very same messages find it; the caller copies the list (``extend``) and changes no item."""
+    calls = batch.calls
+    key = (id(calls[0]), tool_search)
+    kept = _batches.get(key)
+    if kept is not None and len(kept[0]) == len(calls) and all(map(operator.is_, kept[0], calls)):
+        return kept[1]
+    items = _batch_items(batch, ids, tool_search)
+    if len(_batches) >= _BATCHES_MAX:
+        _batches.clear()
+    _batches[key] = (calls, items)  # the messages kept with it: the first one's id is not reused meanwhile
+    return items
 
 
 def _input_part(part: UserPart, model: str) -> dict[str, Any]:
