@@ -1,5 +1,6 @@
 """Captured tokens kept compactly: each turn's prompt as the ids after the previous turn's, and
-batch records' trajectories as base64 arrays; every reader still sees the whole, exact ids."""
+batch records' trajectories as the shapes of their branches over the transcript's ids (records of
+the version before: base64 arrays); every reader still sees the whole, exact ids."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import json
 import pickle
 from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tooloop import Transcript
 from tooloop.batch import BatchItem, run_many
+from tooloop.loop.result import RunResult
 from tooloop.messages import Tokens
 from tooloop.rollouts import Trajectory, TrajectoryError
 from tooloop.testing.token_server import serve
@@ -74,23 +77,92 @@ def test_continuing_is_exact_and_refuses_what_is_not_a_continuation() -> None:
     assert Tokens.of([1, 2, 3, 4, 5, 6], [8]).continuing(broken).extends is None
 
 
-async def test_batch_records_hold_the_trajectory_as_base64_arrays_and_read_back_exactly(tmp_path: Path) -> None:
+async def test_batch_records_hold_the_tokens_once_and_read_back_the_exact_trajectory(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
+    kept: list[RunResult] = []
     with serve(two_rounds_policy) as server:
-        summary = await run_many(agent_for(server), [BatchItem("a", "go")], results=out)
+        summary = await run_many(
+            agent_for(server), [BatchItem("a", "go")], results=out, on_result=lambda _, result: kept.append(result)
+        )
     assert summary.errors == 0
     record = json.loads(out.read_text())
-    (stored,) = record["trajectory"]["branches"]
     ids, logprobs, mask = expected_branch(server.sampled)
-    assert array("i", base64.b64decode(stored["token_ids"])).tolist() == ids  # little-endian int32
-    assert base64.b64decode(stored["loss_mask"]) == bytes(mask)
-    values = array("f", base64.b64decode(stored["sampled_logprobs"]))  # the sampled tokens' only, 32-bit
-    assert [None if v != v else v for v in values] == [p for p, m in zip(logprobs, mask, strict=True) if m]
-    assert "logprobs" not in stored and len(values) == sum(mask) < len(mask)
+    assert record["trajectory"] == {  # the shapes only: the ids and logprobs are the transcript's
+        "tokens": "transcript",
+        "branches": [{"responses": [1, 2, 3], "reason": "first response", "length": len(ids), "sampled": sum(mask)}],
+        "unused": [],
+    }
     from_record = Trajectory.from_record(record, strict=True)
-    assert from_record.to_dict() == Trajectory.from_record({"transcript": record["transcript"]}).to_dict()
-    plain = from_record.to_dict()  # the list form, as records of earlier versions hold it
+    (branch,) = from_record.branches
+    assert (branch.token_ids, branch.logprobs, branch.loss_mask) == (ids, logprobs, mask)
+    in_memory = Trajectory.from_result(kept[0], strict=True)
+    assert from_record.to_dict() == in_memory.to_dict()
+    assert from_record.to_dataset_row(reward=1.0) == in_memory.to_dataset_row(reward=1.0)
+    plain = from_record.to_dict()  # the list form, as records of earlier versions could hold it
     assert Trajectory.from_record({**record, "trajectory": plain}).to_dict() == plain
+    compact = from_record.to_dict(compact=True)  # the base64 arrays, as the version before wrote them
+    assert Trajectory.from_record({**record, "trajectory": compact}).to_dict() == plain
+
+
+async def test_a_record_written_with_the_trajectory_arrays_still_loads() -> None:
+    """``data/record_with_arrays.jsonl``: the same conversation as written by the version before
+    records referred to their transcript (the branch's ids, mask and sampled logprobs in base64)."""
+    old = json.loads((Path(__file__).parent / "data" / "record_with_arrays.jsonl").read_text())
+    assert set(old["trajectory"]["branches"][0]) >= {"token_ids", "loss_mask", "sampled_logprobs"}
+    with serve(two_rounds_policy) as server:  # deterministic: the same ids and logprobs again
+        result = await agent_for(server).run("go")
+    trajectory = Trajectory.from_record(old, strict=True)
+    assert trajectory.to_dict() == Trajectory.from_result(result, strict=True).to_dict()
+    assert trajectory.to_dict() == Trajectory.from_record({"transcript": old["transcript"]}).to_dict()
+    (branch,) = trajectory.branches
+    assert (branch.token_ids, branch.logprobs, branch.loss_mask) == expected_branch(server.sampled)
+
+
+def _short_ids_on_the_second(answer: Any, number: int) -> None:
+    if number == 2:
+        answer["choices"][0]["token_ids"].pop()
+
+
+@pytest.mark.parametrize(
+    ("policy", "options"),
+    [(lookup_policy, {"keep_reasoning": False}), (two_rounds_policy, {"mangle": _short_ids_on_the_second})],
+    ids=["not-append-only", "unusable-response"],
+)
+async def test_records_of_several_branches_and_unused_responses_read_back_as_built(
+    tmp_path: Path, policy: Any, options: dict[str, Any]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    kept: list[RunResult] = []
+    with serve(policy, **options) as server:
+        await run_many(agent_for(server), ["go"], results=out, on_result=lambda _, result: kept.append(result))
+    record = json.loads(out.read_text())
+    built = Trajectory.from_result(kept[0])
+    assert len(built.branches) == 2
+    assert [b["reason"] for b in record["trajectory"]["branches"]] == [b.reason for b in built.branches]
+    assert record["trajectory"]["unused"] == list(built.unused)
+    assert Trajectory.from_record(record).to_dict() == built.to_dict()
+    assert Trajectory.from_record(record).to_dataset_rows(0.5) == built.to_dataset_rows(0.5)
+    with pytest.raises(TrajectoryError):
+        Trajectory.from_record(record, strict=True)
+
+
+async def test_a_record_whose_transcript_does_not_give_its_trajectory_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with serve(two_rounds_policy) as server:
+        await run_many(agent_for(server), ["go"], results=out)
+    record = json.loads(out.read_text())
+    shape = record["trajectory"]["branches"][0]
+    for wrong in ({**shape, "length": shape["length"] + 1}, {**shape, "responses": [1, 3]}, {**shape, "sampled": 1}):
+        with pytest.raises(TrajectoryError, match="the record's transcript gives branches"):
+            Trajectory.from_record({**record, "trajectory": {**record["trajectory"], "branches": [wrong]}})
+    with pytest.raises(TrajectoryError, match="the record's transcript gives branches"):
+        Trajectory.from_record({**record, "trajectory": {**record["trajectory"], "branches": []}})
+    with pytest.raises(TrajectoryError, match="cannot be read"):
+        Trajectory.from_record({**record, "trajectory": {"tokens": "transcript", "branches": [{"length": 3}]}})
+    with pytest.raises(TrajectoryError, match="has none"):
+        Trajectory.from_record({"trajectory": record["trajectory"]})
+    with pytest.raises(TrajectoryError, match="from_record"):
+        Trajectory.from_dict(record["trajectory"])  # its tokens are elsewhere: never an empty trajectory
 
 
 def test_a_compact_branch_that_does_not_line_up_is_refused() -> None:

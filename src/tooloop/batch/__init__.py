@@ -72,8 +72,9 @@ async def run_many(
             each record's ``reward`` (a failure is the record's ``reward_error``; the batch goes
             on). With ``processes > 1`` pass a module-level function (it is pickled). Every
             record also carries ``provenance`` (model, sampling settings, tool set hash, tooloop
-            version, seed) and, when the model captured tokens, its ``trajectory``
-            (:meth:`tooloop.rollouts.Trajectory.to_dict` with ``compact=True``): see docs/rollouts.md.
+            version, seed) and, when the model captured tokens, its ``trajectory``: the shape
+            of its branches over the transcript's token ids, which
+            :meth:`tooloop.rollouts.Trajectory.from_record` reads back (see docs/rollouts.md).
     """
     _check_options(concurrency, processes, results, on_result)
     if results is None:

@@ -12,7 +12,8 @@ from .._version import __version__
 from ..agent import Agent
 from ..loop.result import RunResult
 from ..models.base import ModelSettings
-from ..rollouts import Reward, Trajectory, response_messages
+from ..rollouts import Reward
+from ..rollouts._trajectory import record_form
 from ._items import BatchItem
 
 __all__ = ["RewardFunction", "extras_for", "provenance_of"]
@@ -69,8 +70,9 @@ async def extras_for(
     """The training fields of one record: ``trajectory`` (when tokens were captured), ``reward``
     (or ``reward_error`` when the function failed) and ``provenance``."""
     extras: dict[str, Any] = {}
-    if any(message.tokens is not None for _, message in response_messages(result.transcript)):
-        extras["trajectory"] = Trajectory.from_result(result).to_dict(compact=True)
+    trajectory = record_form(result.transcript)
+    if trajectory is not None:
+        extras["trajectory"] = trajectory
     if reward is not None:
         extras.update(await _score(reward, item, result))
     if provenance is not None:

@@ -7,7 +7,7 @@ import binascii
 import math
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolloopError
@@ -85,7 +85,7 @@ class Branch:
     def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
         """Plain JSON: ``token_ids``, ``logprobs`` (None where none), ``loss_mask``, ``responses``, ``reason``.
 
-        ``compact=True`` (how batch records keep it) gives base64 strings of little-endian values
+        ``compact=True`` (how batch records of earlier versions kept it) gives base64 strings of little-endian values
         instead of lists: ``token_ids`` (32-bit ints), ``loss_mask`` (one byte per token) and, in
         place of ``logprobs``, ``sampled_logprobs`` (32-bit floats, NaN for none; records written
         before logprobs were kept as 32-bit floats hold 64-bit ones) of the tokens whose mask is 1
@@ -190,18 +190,55 @@ def _compact_arrays(data: Mapping[str, Any]) -> tuple[array[int], array[float], 
     return ids, logprobs, mask
 
 
+class _Stretch:
+    """A branch being grown: the pieces of its ids as the responses bring them (the ids each
+    prompt adds, then the sampled ids), joined once when it is read (no object per token)."""
+
+    __slots__ = ("added", "pieces", "reason", "responses", "size", "tokens")
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.pieces: list[bytes] = []
+        self.added: list[int] = []  # how many ids each response's prompt adds
+        self.tokens: list[Tokens] = []
+        self.responses: list[int] = []
+        self.size = 0  # bytes of ids so far
+
+    def add(self, position: int, new: bytes, tokens: Tokens) -> None:
+        self.pieces += (new, tokens.completion)
+        self.added.append(len(new) // 4)
+        self.tokens.append(tokens)
+        self.responses.append(position)
+        self.size += len(new) + len(tokens.completion)
+
+    def ids(self) -> bytes:
+        if len(self.pieces) > 1:
+            self.pieces[:] = [b"".join(self.pieces)]
+        return self.pieces[0]
+
+    def branch(self) -> Branch:
+        logprobs: list[bytes] = []
+        mask: list[bytes] = []
+        for added, tokens in zip(self.added, self.tokens, strict=True):
+            sampled = len(tokens.completion) // 4
+            logprobs += (_NAN * added, tokens.logprobs or _NAN * sampled)
+            mask += (bytes(added), b"\x01" * sampled)
+        return Branch(self.ids(), b"".join(logprobs), b"".join(mask), tuple(self.responses), self.reason)
+
+    def shape(self) -> dict[str, Any]:
+        sampled = sum(len(tokens.completion) for tokens in self.tokens) // 4
+        return {"responses": self.responses, "reason": self.reason, "length": self.size // 4, "sampled": sampled}
+
+
 class _Builder:
-    """Branches grown response by response (bytes appended in place: no object per token)."""
+    """Branches grown response by response (:class:`_Stretch` values); ``unused`` says which
+    responses could not be used and why."""
 
     def __init__(self) -> None:
-        self.branches: list[Branch] = []
+        self.stretches: list[_Stretch] = []
         self.unused: list[str] = []
-        self._ids = bytearray()
-        self._logprobs = bytearray()
-        self._mask = bytearray()
-        self._responses: list[int] = []
+        self._open: _Stretch | None = None
         self._reason = "first response"
-        self._open = False
         self._last: Tokens | None = None
 
     def add(self, position: int, tokens: Tokens | None) -> None:
@@ -210,44 +247,84 @@ class _Builder:
             self.unused.append(why)
             self._close(why)
             return
-        if self._open and tokens.extends is self._last:
+        stretch = self._open
+        if stretch is not None and tokens.extends is self._last:
             new = tokens.prompt  # the ids after the branch so far, exactly: nothing to compare
         else:
-            prompt = tokens.whole_prompt
-            if self._open and not prompt.startswith(self._ids):
-                why = _diverged(position, prompt, bytes(self._ids))
-                self._close(f"{why}; it was sent as messages: {tokens.fallback}" if tokens.fallback else why)
-            new = prompt[len(self._ids) :] if self._open else prompt
-        self._open = True
+            new = tokens.whole_prompt
+            if stretch is not None:
+                ids = stretch.ids()
+                if new.startswith(ids):
+                    new = new[len(ids) :]
+                else:
+                    why = _diverged(position, new, ids)
+                    self._close(f"{why}; it was sent as messages: {tokens.fallback}" if tokens.fallback else why)
+                    stretch = None
+        if stretch is None:
+            stretch = self._open = _Stretch(self._reason)
+        stretch.add(position, new, tokens)
         self._last = tokens
-        count = len(new) // 4
-        self._ids += new
-        self._logprobs += _NAN * count
-        self._mask += bytes(count)
-        sampled = len(tokens.completion) // 4
-        self._ids += tokens.completion
-        self._logprobs += tokens.logprobs or _NAN * sampled
-        self._mask += b"\x01" * sampled
-        self._responses.append(position)
 
     def _close(self, reason: str) -> None:
-        if self._open:
-            branch = Branch(
-                bytes(self._ids), bytes(self._logprobs), bytes(self._mask), tuple(self._responses), self._reason
-            )
-            self.branches.append(branch)
-            self._ids.clear()
-            self._logprobs.clear()
-            self._mask.clear()
-            self._responses.clear()
-            self._open = False
+        if self._open is not None:
+            self.stretches.append(self._open)
+            self._open = None
             self._reason = reason
-        elif self.branches or self.unused:
+        elif self.stretches or self.unused:
             self._reason = reason
 
-    def finish(self) -> tuple[Branch, ...]:
+    def finish(self) -> None:
         self._close("end")
-        return tuple(self.branches)
+
+
+def _built(messages: Sequence[Message]) -> _Builder:
+    builder = _Builder()
+    for position, message in response_messages(messages):
+        builder.add(position, message.tokens)
+    builder.finish()
+    return builder
+
+
+_BY_TRANSCRIPT = "transcript"
+"""A record trajectory's ``"tokens"``: its token arrays are those of the record's own transcript."""
+
+
+def record_form(messages: Sequence[Message]) -> dict[str, Any] | None:
+    """A ``run_many`` record's ``trajectory``: the shape of each branch (``responses``, ``reason``,
+    ``length`` in tokens, ``sampled`` tokens) and ``unused``, under ``"tokens": "transcript"``: the
+    ids and logprobs are the record's transcript's, written there once, and
+    :meth:`Trajectory.from_record` rebuilds the branches from them and checks them against these
+    shapes. None when no response has tokens (nothing was captured)."""
+    if all(message.tokens is None for _, message in response_messages(messages)):
+        return None
+    builder = _built(messages)
+    return {"tokens": _BY_TRANSCRIPT, "branches": [s.shape() for s in builder.stretches], "unused": builder.unused}
+
+
+def _shapes(data: Mapping[str, Any]) -> tuple[list[tuple[tuple[int, ...], int, int]], list[str], tuple[str, ...]]:
+    """The branch shapes, reasons and unused responses a record's trajectory describes."""
+    try:
+        branches = data["branches"]
+        shapes = [(tuple(int(p) for p in b["responses"]), int(b["length"]), int(b["sampled"])) for b in branches]
+        reasons = [str(b["reason"]) for b in branches]
+        unused = tuple(str(u) for u in data.get("unused", ()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TrajectoryError(f"the record's trajectory cannot be read: {exc!r}") from exc
+    return shapes, reasons, unused
+
+
+def _as_described(built: Trajectory, data: Mapping[str, Any]) -> Trajectory:
+    """``built`` from a record's transcript, checked against the shapes the record's trajectory
+    gives (with the reasons written there)."""
+    shapes, reasons, unused = _shapes(data)
+    found = [(b.responses, len(b), b.mask.count(1)) for b in built.branches]
+    if found != shapes or len(unused) != len(built.unused):
+        raise TrajectoryError(
+            f"the record's transcript gives branches {found} (responses, tokens, sampled) and "
+            f"{len(built.unused)} unused responses, where its trajectory says {shapes} and {len(unused)}"
+        )
+    branches = tuple(replace(b, reason=r) for b, r in zip(built.branches, reasons, strict=True))
+    return Trajectory(branches, unused)
 
 
 def _unusable(position: int, tokens: Tokens | None) -> str:
@@ -294,10 +371,8 @@ class Trajectory:
         ``strict=True`` raises :class:`TrajectoryError` unless the whole conversation is one
         branch with every response's tokens usable.
         """
-        builder = _Builder()
-        for position, message in response_messages(messages):
-            builder.add(position, message.tokens)
-        trajectory = cls(builder.finish(), tuple(builder.unused))
+        builder = _built(messages)
+        trajectory = cls(tuple(s.branch() for s in builder.stretches), tuple(builder.unused))
         if strict:
             trajectory.check_single()
         return trajectory
@@ -314,26 +389,40 @@ class Trajectory:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], *, strict: bool = False) -> Trajectory:
-        """The trajectory of a ``run_many`` record (a line of its results file, decoded): its
-        ``trajectory`` when the batch kept one, else built from its ``transcript``; with its ``reward``."""
+        """The trajectory of a ``run_many`` record (a line of its results file, decoded), with its ``reward``.
+
+        Built from the record's ``transcript`` and checked against the branch shapes its
+        ``trajectory`` gives (:class:`TrajectoryError` when they differ); a record of an earlier
+        version whose ``trajectory`` holds the arrays themselves is read from those.
+        """
         from ..transcript import Transcript
 
-        reward = record.get("reward")
-        if record.get("trajectory") is not None:
-            trajectory = cls.from_dict(record["trajectory"])
-            if strict:
-                trajectory.check_single()
+        data = record.get("trajectory")
+        by_transcript = isinstance(data, Mapping) and data.get("tokens") == _BY_TRANSCRIPT
+        if data is not None and not by_transcript:
+            trajectory = cls.from_dict(data)  # arrays written in the record (records of earlier versions)
         elif record.get("transcript") is not None:
-            trajectory = cls.from_messages(Transcript.from_json(record["transcript"]), strict=strict)
+            trajectory = cls.from_messages(Transcript.from_json(record["transcript"]))
+            if data is not None:
+                trajectory = _as_described(trajectory, data)
+        elif by_transcript:
+            raise TrajectoryError("the record's trajectory refers to its transcript, and the record has none")
         else:
             raise TrajectoryError("the record has neither a trajectory nor a transcript")
-        return cls(trajectory.branches, trajectory.unused, reward)
+        if strict:
+            trajectory.check_single()
+        return cls(trajectory.branches, trajectory.unused, record.get("reward"))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trajectory:
         """Read :meth:`to_dict`'s form."""
         if not isinstance(data, Mapping) or not isinstance(data.get("branches"), list):
             raise TrajectoryError("a trajectory dict needs a 'branches' list")
+        if data.get("tokens") == _BY_TRANSCRIPT:
+            raise TrajectoryError(
+                "this trajectory's tokens are in its record's transcript: read the whole record with "
+                "Trajectory.from_record(record)"
+            )
         branches = tuple(Branch.from_dict(b) for b in data["branches"])
         return cls(branches, tuple(str(u) for u in data.get("unused", ())), data.get("reward"))
 
