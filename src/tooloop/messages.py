@@ -719,7 +719,7 @@ class AssistantMessage:
             object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
 class ToolCallMessage:
     """One tool call together with its outcome.
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Generic, TypeAlias, TypeVar
 
 from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
 
-__all__ = ["IdMapper", "ToolBatch", "Turn", "own_thinking", "turns"]
+__all__ = ["BatchMemo", "IdMapper", "ToolBatch", "Turn", "own_thinking", "turns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,58 @@ def turns(messages: Sequence[Message]) -> Iterator[Turn]:
         yield message
     if batch:
         yield ToolBatch(tuple(batch))
+
+
+T = TypeVar("T")
+
+
+class BatchMemo(Generic[T]):
+    """What an adapter made of each tool batch, for the later requests of its conversation.
+
+    Every request sends the whole history again, and a batch's messages never change once
+    recorded, so converting each batch once is enough (re-converting the history was a few percent
+    of a conversation's CPU). Only the very same message objects find an entry, and an entry lives
+    no longer than its messages: it goes as soon as one of them is collected, so a finished
+    conversation leaves nothing here (the entry holds its messages weakly, never the messages'
+    outcomes). ``variant`` tells apart what one batch becomes under different request options
+    (the last one made is kept). The caller must not change what it gets back.
+    """
+
+    __slots__ = ("_drop", "_entries")
+
+    def __init__(self) -> None:
+        entries: dict[int, tuple[tuple[weakref.KeyedRef[int, ToolCallMessage], ...], Hashable, T]] = {}
+
+        def drop(ref: weakref.KeyedRef[int, ToolCallMessage]) -> None:  # the entries' own: no cycle through the memo
+            entry = entries.get(ref.key)
+            if entry is not None and any(kept is ref for kept in entry[0]):
+                del entries[ref.key]
+
+        self._entries = entries
+        self._drop = drop
+
+    def get(self, calls: tuple[ToolCallMessage, ...], variant: Hashable = None) -> T | None:
+        """What was made of exactly these messages under ``variant``, or None."""
+        entry = self._entries.get(id(calls[0]))
+        if entry is None or entry[1] != variant:
+            return None
+        refs = entry[0]
+        if len(refs) != len(calls):
+            return None
+        for ref, call in zip(refs, calls, strict=True):
+            if ref() is not call:
+                return None
+        return entry[2]
+
+    def put(self, calls: tuple[ToolCallMessage, ...], made: T, variant: Hashable = None) -> T:
+        """Keep ``made`` for these messages under ``variant`` (replacing what their first one had); ``made``."""
+        key = id(calls[0])
+        drop = self._drop
+        self._entries[key] = (tuple(weakref.KeyedRef(call, drop, key) for call in calls), variant, made)
+        return made
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def own_thinking(parts: Sequence[ThinkingPart], provider: str) -> tuple[ThinkingPart, ...]:

@@ -27,7 +27,6 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, assert_never
@@ -48,7 +47,7 @@ from ...messages import (
 from ...outcome import for_model, native_parts
 from ..base import ModelRequest, ModelSettings, OutputSchema
 from ..inputs import decoded_text, refuse
-from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "build_body"]
 
@@ -143,24 +142,16 @@ def convert_messages(
 
 
 _Turned = list[tuple[str, list[Block]]]
-_batches: dict[tuple[int, bool], tuple[tuple[ToolCallMessage, ...], _Turned]] = {}
-_BATCHES_MAX = 2048
-"""Tool batches whose blocks are remembered at most (then forgotten all at once)."""
+_batches: BatchMemo[_Turned] = BatchMemo()
 
 
 def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Turned:
-    """What :func:`_turn` makes of a tool batch, remembered for the next requests, which send the
-    batch again: its messages never change, and neither do the ids (a rewrite depends on the id
-    alone). Only the very same messages find it."""
-    calls = item.calls
-    key = (id(calls[0]), tool_search)
-    kept = _batches.get(key)
-    if kept is not None and len(kept[0]) == len(calls) and all(map(operator.is_, kept[0], calls)):
-        return kept[1]
-    turned = _turn(item, ids, "", tool_search)  # a batch's blocks do not depend on the model
-    if len(_batches) >= _BATCHES_MAX:
-        _batches.clear()
-    _batches[key] = (calls, turned)  # the messages kept with it: the first one's id is not reused meanwhile
+    """What :func:`_turn` makes of a tool batch, remembered for the next requests of the
+    conversation, which send the batch again: its messages never change, and neither do the ids
+    (a rewrite depends on the id alone)."""
+    turned = _batches.get(item.calls, tool_search)
+    if turned is None:  # a batch's blocks do not depend on the model
+        turned = _batches.put(item.calls, _turn(item, ids, "", tool_search), tool_search)
     return turned
 
 

@@ -9,7 +9,6 @@ deferred functions marked ``defer_loading``).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
@@ -22,7 +21,6 @@ from ...messages import (
     Message,
     SystemMessage,
     TextContent,
-    ToolCallMessage,
     UserMessage,
     UserPart,
 )
@@ -31,7 +29,7 @@ from ..base import ModelRequest, ModelSettings, ToolDefinition
 from ..inputs import data_url, file_name, refuse
 from ..openai_chat.request import encode_arguments
 from ..openai_chat.schema import strict_schema
-from ..portable import IdMapper, ToolBatch, Turn, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "ResponsesRequest"]
 
@@ -57,6 +55,7 @@ class ResponsesRequest:
         self._reasoning = reasoning
         self._tools_in: tuple[tuple[ToolDefinition, ...], bool] | None = None
         self._tools_out: list[dict[str, Any]] = []
+        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
 
     def _tools(self, request: ModelRequest) -> list[dict[str, Any]]:
         """The tools' specs, made again only when they change (the same definitions every turn)."""
@@ -70,7 +69,7 @@ class ResponsesRequest:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` included)."""
         if settings.stop is not None or settings.seed is not None:
             raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
-        instructions, items = _input(request.messages, self.model, request.tool_search)
+        instructions, items = _input(request.messages, self.model, self._batches, request.tool_search)
         params: dict[str, Any] = {"model": self.model, "input": items, "store": False}
         if instructions:
             params["instructions"] = instructions
@@ -123,13 +122,22 @@ def _tools(request: ModelRequest) -> list[dict[str, Any]]:
     return tools
 
 
-def _input(messages: Sequence[Message], model: str, tool_search: bool = False) -> tuple[str, list[dict[str, Any]]]:
-    """``instructions`` (the leading system messages) and the input items."""
+def _input(
+    messages: Sequence[Message], model: str, batches: BatchMemo[list[dict[str, Any]]], tool_search: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    """``instructions`` (the leading system messages) and the input items; a tool batch's items
+    made once for all the requests that send it (``batches``: its messages never change, and
+    neither do the ids, a rewrite depending on the id alone)."""
     ids = IdMapper()
     leading: list[str] = []
     items: list[dict[str, Any]] = []
     for item in turns(messages):
-        if isinstance(item, SystemMessage) and not items:
+        if isinstance(item, ToolBatch):
+            made = batches.get(item.calls, tool_search)
+            if made is None:
+                made = batches.put(item.calls, _batch_items(item, ids, tool_search), tool_search)
+            items.extend(made)  # a copy of the list; no item is changed afterwards
+        elif isinstance(item, SystemMessage) and not items:
             leading.append(item.text)
         else:
             items.extend(_items(item, ids, model, tool_search))
@@ -146,29 +154,8 @@ def _items(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> 
         text = item.text or item.refusal
         return _reasoning(item.provider_data, tool_search) + ([_output_message(text)] if text else [])
     if isinstance(item, ToolBatch):
-        return _remembered_batch(item, ids, tool_search)
+        return _batch_items(item, ids, tool_search)
     assert_never(item)
-
-
-_batches: dict[tuple[int, bool], tuple[tuple[ToolCallMessage, ...], list[dict[str, Any]]]] = {}
-_BATCHES_MAX = 2048
-"""Tool batches whose items are remembered at most (then forgotten all at once)."""
-
-
-def _remembered_batch(batch: ToolBatch, ids: IdMapper, tool_search: bool) -> list[dict[str, Any]]:
-    """:func:`_batch_items`, remembered for the next requests, which send the batch again: its
-    messages never change, and neither do the ids (a rewrite depends on the id alone). Only the
-    very same messages find it; the caller copies the list (``extend``) and changes no item."""
-    calls = batch.calls
-    key = (id(calls[0]), tool_search)
-    kept = _batches.get(key)
-    if kept is not None and len(kept[0]) == len(calls) and all(map(operator.is_, kept[0], calls)):
-        return kept[1]
-    items = _batch_items(batch, ids, tool_search)
-    if len(_batches) >= _BATCHES_MAX:
-        _batches.clear()
-    _batches[key] = (calls, items)  # the messages kept with it: the first one's id is not reused meanwhile
-    return items
 
 
 def _input_part(part: UserPart, model: str) -> dict[str, Any]:
