@@ -210,20 +210,21 @@ class Transcript(Sequence[Message]):
         render = render_rich if rich else render_text
         return render(self, usage=usage, stop_reason=stop_reason, limit=max_chars)
 
-    def to_dicts(self, *, prompt_extensions: bool = False) -> list[dict[str, Any]]:
+    def to_dicts(self, *, prompt_extensions: bool = False, binary: bool = False) -> list[dict[str, Any]]:
         """Plain JSON-compatible dicts, one per message.
 
         With ``prompt_extensions`` (how ``run_many`` records keep them), a response's tokens whose
         prompt continues the previous response's prompt and completion are written with only the
         ids after those (``prompt_after``, see :func:`tokens_to_dict`), not the whole prompt again;
-        :meth:`from_json` reads both forms.
+        :meth:`from_json` reads both forms. With ``binary`` the token arrays are left as bytes for
+        an encoder that writes bytes as base64 (msgspec's), giving the same JSON.
         """
-        if not prompt_extensions:
+        if not (prompt_extensions or binary):
             return [message_to_dict(m) for m in self]
         out = []
         previous: Tokens | None = None
         for message in self:
-            out.append(message_to_dict(message, previous))
+            out.append(message_to_dict(message, previous if prompt_extensions else None, binary=binary))
             tokens = getattr(message, "tokens", None)
             previous = tokens if tokens is not None else previous
         return out
@@ -308,18 +309,18 @@ def thinking_from_dict(data: Mapping[str, Any]) -> ThinkingPart:
     )
 
 
-def message_to_dict(message: Message, previous: Tokens | None = None) -> dict[str, Any]:
+def message_to_dict(message: Message, previous: Tokens | None = None, *, binary: bool = False) -> dict[str, Any]:
     """The JSON-compatible dict of one message (the unit a store writes); ``previous``, the
     tokens of the response before it, lets its tokens be written as an extension of those
-    (:func:`tokens_to_dict`)."""
+    (:func:`tokens_to_dict`, as ``binary``)."""
     if isinstance(message, UserMessage):
         return _user_to_dict(message)
     if isinstance(message, SystemMessage):
         return {"kind": message.kind, "text": message.text}
     if isinstance(message, AssistantMessage):
-        return _assistant_to_dict(message, previous)
+        return _assistant_to_dict(message, previous, binary)
     if isinstance(message, ToolCallMessage):
-        return _tool_call_to_dict(message, previous)
+        return _tool_call_to_dict(message, previous, binary)
     raise TypeError(f"not a tooloop message: {message!r}")
 
 
@@ -332,7 +333,7 @@ def _user_to_dict(message: UserMessage) -> dict[str, Any]:
     return data
 
 
-def _assistant_to_dict(message: AssistantMessage, previous: Tokens | None) -> dict[str, Any]:
+def _assistant_to_dict(message: AssistantMessage, previous: Tokens | None, binary: bool) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": "assistant", "text": message.text}
     if message.thinking:
         data["thinking"] = [thinking_to_dict(t) for t in message.thinking]
@@ -351,11 +352,11 @@ def _assistant_to_dict(message: AssistantMessage, previous: Tokens | None) -> di
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
     if message.tokens is not None:
-        data["tokens"] = tokens_to_dict(message.tokens, previous)
+        data["tokens"] = tokens_to_dict(message.tokens, previous, binary=binary)
     return data
 
 
-def tokens_to_dict(tokens: Tokens, previous: Tokens | None = None) -> dict[str, Any]:
+def tokens_to_dict(tokens: Tokens, previous: Tokens | None = None, *, binary: bool = False) -> dict[str, Any]:
     """The JSON-compatible dict of a response's tokens: each array as base64 of its little-endian
     bytes (``prompt`` and ``completion``: 32-bit ints; ``logprobs``: 32-bit floats, NaN for none;
     data written before logprobs were kept as 32-bit floats holds 64-bit ones, which
@@ -366,14 +367,18 @@ def tokens_to_dict(tokens: Tokens, previous: Tokens | None = None) -> dict[str, 
     previous``), ``prompt_after`` holds only the ids after ``previous``' whole prompt and
     completion, in place of ``prompt``; reading it needs ``previous`` again. A reader that
     knows only ``prompt`` sees no prompt ids: such tokens are unusable to it, never misaligned.
+
+    With ``binary`` each array is left as its little-endian bytes, for an encoder that writes
+    bytes as base64 (msgspec's JSON encoder: the same JSON without a base64 string made first).
     """
+    text = _raw if binary else _b64
     if previous is not None and tokens.extends is previous:
-        prompt = {"prompt_after": _b64(little_endian(tokens.prompt, "i"))}
+        data: dict[str, Any] = {"prompt_after": text(little_endian(tokens.prompt, "i"))}
     else:
-        prompt = {"prompt": _b64(little_endian(tokens.whole_prompt, "i"))}
-    data: dict[str, Any] = {**prompt, "completion": _b64(little_endian(tokens.completion, "i"))}
+        data = {"prompt": text(little_endian(tokens.whole_prompt, "i"))}
+    data["completion"] = text(little_endian(tokens.completion, "i"))
     if tokens.logprobs:
-        data["logprobs"] = _b64(little_endian(tokens.logprobs, "f"))
+        data["logprobs"] = text(little_endian(tokens.logprobs, "f"))
     if tokens.problem is not None:
         data["problem"] = tokens.problem
     if tokens.fallback is not None:
@@ -412,6 +417,10 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _raw(data: bytes) -> bytes:
+    return data
+
+
 def _unb64(data: Mapping[str, Any], key: str, size: int) -> bytes:
     text = data.get(key, "")
     if not isinstance(text, str):
@@ -425,7 +434,7 @@ def _unb64(data: Mapping[str, Any], key: str, size: int) -> bytes:
     return raw
 
 
-def _tool_call_to_dict(message: ToolCallMessage, previous: Tokens | None) -> dict[str, Any]:
+def _tool_call_to_dict(message: ToolCallMessage, previous: Tokens | None, binary: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "kind": "tool_call",
         "tool_name": message.tool_name,
@@ -457,7 +466,7 @@ def _tool_call_to_dict(message: ToolCallMessage, previous: Tokens | None) -> dic
     if message.usage is not None:
         data["usage"] = usage_to_dict(message.usage)
     if message.tokens is not None:
-        data["tokens"] = tokens_to_dict(message.tokens, previous)
+        data["tokens"] = tokens_to_dict(message.tokens, previous, binary=binary)
     return data
 
 

@@ -12,8 +12,10 @@ import pytest
 
 from tooloop import Transcript
 from tooloop.batch import BatchItem, run_many
+from tooloop.batch._results import encode_record
 from tooloop.errors import CorruptDataError
-from tooloop.messages import Tokens
+from tooloop.loop.result import RunResult
+from tooloop.messages import AssistantMessage, Tokens, UserMessage
 from tooloop.rollouts import Trajectory
 from tooloop.testing.token_server import serve
 from tooloop.transcript import tokens_from_dict, tokens_to_dict
@@ -67,3 +69,33 @@ def test_prompt_after_needs_the_previous_tokens() -> None:
     message = {"kind": "assistant", "text": "x", "tokens": data}
     with pytest.raises(CorruptDataError, match="message 0"):
         Transcript.from_json({"version": 1, "messages": [message]})
+
+
+async def test_records_write_the_token_arrays_as_transcript_json_does(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    kept: list[RunResult] = []
+    with serve(two_rounds_policy) as server:
+        await run_many(agent_for(server), ["go"], results=out, on_result=lambda _, result: kept.append(result))
+    record = json.loads(out.read_text())
+    messages = kept[0].transcript.to_dicts(prompt_extensions=True)  # the arrays as base64 text
+    assert record["transcript"]["messages"] == json.loads(json.dumps(messages))
+
+
+def test_a_record_msgspec_refuses_is_written_by_json_with_the_same_base64() -> None:
+    first = Tokens.of([1, 2], [3], [-0.5])
+    second = Tokens.of([1, 2, 3, 4], [5, 6], [-1.0, None]).continuing(first)
+    transcript = Transcript(
+        [UserMessage("hi"), AssistantMessage("x", tokens=first), AssistantMessage("y", tokens=second)]
+    )
+    messages = transcript.to_dicts(prompt_extensions=True, binary=True)
+    record = {
+        "id": "a",
+        "metadata": {True: "a key msgspec refuses"},
+        "transcript": {"version": 1, "messages": messages},
+    }
+    line = encode_record(record)  # json.dumps's way, the bytes as base64
+    written = json.loads(line)
+    assert written["metadata"] == {"true": "a key msgspec refuses"}
+    assert written["transcript"]["messages"] == transcript.to_dicts(prompt_extensions=True)
+    assert Transcript.from_json(written["transcript"]) == transcript
+    assert json.loads(encode_record({"tokens": tokens_to_dict(first, binary=True)}))["tokens"] == tokens_to_dict(first)

@@ -7,6 +7,7 @@ leaves at most one partial last line, which :func:`prepare` cuts off before the 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import json
@@ -32,15 +33,23 @@ _encoder = msgspec.json.Encoder()
 def encode_record(record: dict[str, Any]) -> bytes:
     """One record as a line of compact JSON (UTF-8, no trailing newline).
 
-    msgspec's encoder, several times faster than ``json.dumps`` on the long base64 strings of a
-    captured conversation's tokens; it writes the same JSON, except that a NaN or an infinity
-    becomes ``null`` (standard JSON has neither). What it cannot encode (a string with a lone
-    surrogate) goes through ``json.dumps``, which says what is wrong.
+    msgspec's encoder, several times faster than ``json.dumps`` on a captured conversation's
+    tokens, which it is given as bytes and writes as base64 strings itself; it writes the same
+    JSON, except that a NaN or an infinity becomes ``null`` (standard JSON has neither). What it
+    cannot encode (a string with a lone surrogate) goes through ``json.dumps``, which says what is
+    wrong.
     """
     try:
         return _encoder.encode(record)
     except (TypeError, ValueError, OverflowError):
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_base64).encode()
+
+
+def _base64(value: object) -> str:
+    """What ``json.dumps`` writes for the bytes msgspec writes as base64 (token arrays)."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
@@ -66,8 +75,12 @@ def record_for(
         "elapsed_s": round(elapsed, 6),
         "metadata": metadata,
         # Transcript.to_json()'s form, without encoding and decoding it once more before the line is
-        # written, and each response's prompt ids after the previous response's (prompt_after).
-        "transcript": {"version": SCHEMA_VERSION, "messages": result.transcript.to_dicts(prompt_extensions=True)},
+        # written, each response's prompt ids after the previous response's (prompt_after), and the
+        # token arrays as bytes that encode_record writes as base64.
+        "transcript": {
+            "version": SCHEMA_VERSION,
+            "messages": result.transcript.to_dicts(prompt_extensions=True, binary=True),
+        },
     }
     if extras:
         record.update(extras)
