@@ -244,6 +244,10 @@ class Usage:
     for an hour) and ``output_tokens`` includes reasoning (``reasoning_tokens``). ``cost`` is in US
     dollars, None when the price is unknown (never zero for an unknown price); a sum is None as
     soon as one of its requests has no price, and ``estimated`` as soon as one of its parts is.
+
+    A cost from a price table is looked up when ``cost`` is first read (then kept), not when the
+    response arrives: a process whose runs nobody asks the cost of never loads the table. Reading
+    it, comparing, hashing, pickling or ``dataclasses.replace`` see the same ``Decimal | None``.
     """
 
     input_tokens: int = 0
@@ -282,14 +286,142 @@ class Usage:
         )
 
 
-def _add_cost(a: Usage, b: Usage) -> Decimal | None:
-    """The sum's cost: a side without requests adds nothing; a request without a price makes it unknown."""
-    if a.cost is not None and b.cost is not None:
-        return a.cost + b.cost
-    if a.cost is None and not a.requests:
-        return b.cost
-    if b.cost is None and not b.requests:
-        return a.cost
+class PendingCost:
+    """A cost worked out when it is first needed: what a :class:`Usage` holds until its ``cost``
+    is read. Subclasses say how (:meth:`work_out`) and what must be known first (:meth:`parts`);
+    the answer is worked out once and kept."""
+
+    __slots__ = ("settled", "value")
+
+    def __init__(self) -> None:
+        self.settled = False
+        self.value: Decimal | None = None
+
+    def parts(self) -> tuple[Decimal | PendingCost | None, ...]:
+        """The costs this one is made of (settled before :meth:`work_out` is called)."""
+        return ()
+
+    def work_out(self) -> Decimal | None:
+        """The cost, in US dollars, or None when the price is unknown."""
+        raise NotImplementedError
+
+    def settle(self) -> Decimal | None:
+        """The cost, worked out now if it was not (parts first, without recursion: a long run's
+        total is a chain of sums as long as its requests)."""
+        stack: list[PendingCost] = [self]
+        while stack:
+            pending = stack[-1]
+            if pending.settled:
+                stack.pop()
+                continue
+            waiting = [p for p in pending.parts() if isinstance(p, PendingCost) and not p.settled]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            pending.value, pending.settled = pending.work_out(), True
+            stack.pop()
+        return self.value
+
+
+class _CostSum(PendingCost):
+    """The cost of a sum of usages at least one of which is still pending."""
+
+    __slots__ = ("a", "a_requests", "b", "b_requests")
+
+    def __init__(self, a: Decimal | PendingCost, a_requests: int, b: Decimal | PendingCost, b_requests: int):
+        super().__init__()
+        self.a, self.a_requests, self.b, self.b_requests = a, a_requests, b, b_requests
+
+    def parts(self) -> tuple[Decimal | PendingCost | None, ...]:
+        return (self.a, self.b)
+
+    def work_out(self) -> Decimal | None:
+        return _sum_costs(_settled(self.a), self.a_requests, _settled(self.b), self.b_requests)
+
+
+def _settled(cost: Decimal | PendingCost | None) -> Decimal | None:
+    return cost.value if isinstance(cost, PendingCost) else cost
+
+
+class _CostField:
+    """``Usage.cost`` over the dataclass's slot: a :class:`PendingCost` there is settled on the
+    first read and replaced by its value (the slot keeps ``Decimal | None`` from then on)."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Any):
+        self.slot = slot
+
+    def __get__(self, usage: Usage | None, owner: type | None = None) -> Any:
+        if usage is None:
+            return self
+        cost = self.slot.__get__(usage, owner)
+        if isinstance(cost, PendingCost):
+            cost = cost.settle()
+            self.slot.__set__(usage, cost)
+        return cost
+
+    def __set__(self, usage: Usage, value: Decimal | PendingCost | None) -> None:
+        self.slot.__set__(usage, value)
+
+
+_cost_slot: Any = Usage.__dict__["cost"]
+_usage_class: Any = Usage  # the field keeps its declared type for readers (mypy, dataclasses)
+_usage_class.cost = _CostField(_cost_slot)
+_raw_cost: Any = _cost_slot.__get__
+"""A usage's cost as held: a ``Decimal``, None, or a :class:`PendingCost` not yet read."""
+
+
+def pending_cost(usage: Usage, cost: Decimal | PendingCost | None) -> Usage:
+    """``usage`` with ``cost`` (a :class:`PendingCost` is worked out when the cost is first read)."""
+    return _with_cost(usage, usage.requests, usage.tool_calls, cost)
+
+
+def recounted(usage: Usage, requests: int, tool_calls: int) -> Usage:
+    """``usage`` with other request and call counts, its cost carried over unread."""
+    return _with_cost(usage, requests, tool_calls, _raw_cost(usage))
+
+
+def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | PendingCost | None) -> Usage:
+    held: Any = cost  # the field's setter takes a PendingCost too
+    return Usage(
+        usage.input_tokens,
+        usage.output_tokens,
+        requests,
+        tool_calls,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        held,
+        usage.estimated,
+        usage.cache_write_1h_tokens,
+    )
+
+
+def _add_cost(a: Usage, b: Usage) -> Any:
+    """The sum's cost (a :class:`PendingCost` while a part's is): a side without requests adds
+    nothing; a request without a price makes it unknown."""
+    x, y = _raw_cost(a), _raw_cost(b)
+    if isinstance(x, PendingCost) and x.settled:
+        x = x.value
+    if isinstance(y, PendingCost) and y.settled:
+        y = y.value
+    if not isinstance(x, PendingCost) and not isinstance(y, PendingCost):
+        return _sum_costs(x, a.requests, y, b.requests)
+    if y is None:  # known without working out the other side
+        return None if b.requests else x
+    if x is None:
+        return None if a.requests else y
+    return _CostSum(x, a.requests, y, b.requests)
+
+
+def _sum_costs(a: Decimal | None, a_requests: int, b: Decimal | None, b_requests: int) -> Decimal | None:
+    if a is not None and b is not None:
+        return a + b
+    if a is None and not a_requests:
+        return b
+    if b is None and not b_requests:
+        return a
     return None
 
 

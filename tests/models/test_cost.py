@@ -129,7 +129,7 @@ def test_max_cost_stops_at_a_request_of_unknown_price() -> None:
 
     limits = Limits(max_cost="1.00")
     assert cost_reached(limits, Usage(requests=2, cost=None), None)
-    assert not cost_reached(limits, Usage(requests=2, cost=Decimal("0.10")), Decimal("0.10"))
+    assert not cost_reached(limits, Usage(requests=2, cost=Decimal("0.10")), Usage(requests=1, cost=Decimal("0.10")))
     assert StopReason.COST_LIMIT.value == "cost_limit"
 
 

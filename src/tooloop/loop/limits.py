@@ -75,27 +75,30 @@ class Limits:
             object.__setattr__(self, "max_cost", _dollars(self.max_cost))
 
 
-def limit_reached(limits: Limits, iteration: int, usage: Usage, next_cost: Decimal | None = None) -> StopReason | None:
+def limit_reached(limits: Limits, iteration: int, usage: Usage, last: Usage | None = None) -> StopReason | None:
     """The limit that forbids another model request after ``iteration`` requests, if any.
 
-    ``next_cost`` is the estimated cost of that request (the previous request's cost).
+    ``last`` is the previous request's usage: its cost is the estimate of the next request's (read
+    only under ``max_cost``: a cost is looked up when it is read).
     """
     if iteration >= limits.max_turns:
         return StopReason.MAX_TURN_REQUESTS
     if budget_spent(limits, usage):
         return StopReason.TOKEN_BUDGET
-    if limits.max_cost is not None and cost_reached(limits, usage, next_cost):
+    if limits.max_cost is not None and cost_reached(limits, usage, last):
         return StopReason.COST_LIMIT
     return None
 
 
-def cost_reached(limits: Limits, usage: Usage, next_cost: Decimal | None) -> bool:
-    """True when the run's cost plus the next request's estimate would go over ``max_cost``."""
+def cost_reached(limits: Limits, usage: Usage, last: Usage | None) -> bool:
+    """True when the run's cost plus the next request's estimate (``last``'s cost, the previous
+    request's) would go over ``max_cost``."""
     if limits.max_cost is None:
         return False
     if usage.cost is None and usage.requests:
         return True  # a request of unknown price (another model answered): the limit cannot be kept
     spent = usage.cost or Decimal(0)
+    next_cost = None if last is None else last.cost
     return spent + (next_cost or Decimal(0)) > Decimal(limits.max_cost)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ..events import Event, MessageAdded, ToolCallProgress
-from ..messages import Message, ToolCallMessage, Usage
+from ..messages import Message, ToolCallMessage, Usage, recounted
 from ..transcript import Transcript
 from .channel import EventChannel
 
@@ -38,18 +38,7 @@ def request_usage(usage: Usage) -> Usage:
     last = _last_request
     if last[0] is usage:  # a response's usage is asked for twice: counted, and kept on its message
         return last[1]
-    counted = Usage(
-        usage.input_tokens,
-        usage.output_tokens,
-        1,
-        0,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-        usage.cost,
-        usage.estimated,
-        usage.cache_write_1h_tokens,
-    )
+    counted = recounted(usage, 1, 0)
     _last_request = (usage, counted)
     return counted
 
@@ -93,18 +82,7 @@ class Recorder:
         """The run's usage so far: its requests' tokens and cost, and the calls it executed."""
         if self._calls:
             total, calls, self._calls = self._usage, self._calls, 0
-            self._usage = Usage(
-                total.input_tokens,
-                total.output_tokens,
-                total.requests,
-                total.tool_calls + calls,
-                total.cache_read_tokens,
-                total.cache_write_tokens,
-                total.reasoning_tokens,
-                total.cost,
-                total.estimated,
-                total.cache_write_1h_tokens,
-            )
+            self._usage = recounted(total, total.requests, total.tool_calls + calls)
         return self._usage
 
     def emit(self, event: Event) -> None:

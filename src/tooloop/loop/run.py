@@ -18,7 +18,6 @@ import json
 import os
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
-from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +91,7 @@ class Run:
         "_batch_view",
         "_cache_key",
         "_final_done",
-        "_last_cost",
+        "_last_usage",
         "_names_checked",
         "_prompt",
         "_request",
@@ -178,13 +177,13 @@ class Run:
         self.lingering = Lingering()
         self._tool_defs = tuple(t.definition for t in config.tools.values())
         self.provider = provider_of(config.model)
-        self._last_cost: Decimal | None = None  # the previous request's: the next one's estimate
+        self._last_usage: Usage | None = None  # the previous request's: its cost is the next one's estimate
         self.watch: Watch | None = None
         self._names_checked = False  # allowed/denied names of sources' tools: checked at the first listing
         self.guards = Guards(config.limits)
         self.subagent: tuple[str, str] | None = None
         """A subagent's run: the path of the call running it and that tool's name (for tracers)."""
-        self.outer_limit: Callable[[Decimal | None], StopReason | None] | None = None
+        self.outer_limit: Callable[[Usage | None], StopReason | None] | None = None
         """A subagent's parent's bounds (its ``max_cost``), checked before each request too."""
         self.inbox = Inbox()
         self.denying_undecided = False
@@ -239,12 +238,12 @@ class Run:
         """The store of the run's session (an open store, or its URL); None without a session."""
         return None if self._session is None else getattr(self._session, "store", None)
 
-    def cost_check(self, next_cost: Decimal | None) -> StopReason | None:
+    def cost_check(self, last: Usage | None) -> StopReason | None:
         """``COST_LIMIT`` when this run's ``max_cost`` (or a parent's) forbids a request costing
-        ``next_cost`` more now (what a subagent checks before each of its requests)."""
-        if cost_reached(self.config.limits, self.record.usage, next_cost):
+        about ``last``'s cost more now (what a subagent checks before each of its requests)."""
+        if cost_reached(self.config.limits, self.record.usage, last):
             return StopReason.COST_LIMIT
-        return None if self.outer_limit is None else self.outer_limit(next_cost)
+        return None if self.outer_limit is None else self.outer_limit(last)
 
     def send_events_to(self, channel: EventChannel) -> None:
         """Send every event of the run to ``channel`` (the stream's)."""
@@ -471,9 +470,9 @@ class Run:
 
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = limit_reached(self.config.limits, self.iteration, self.record.usage, self._last_cost)
+        reason = limit_reached(self.config.limits, self.iteration, self.record.usage, self._last_usage)
         if reason is None and self.outer_limit is not None:
-            reason = self.outer_limit(self._last_cost)
+            reason = self.outer_limit(self._last_usage)
         if reason is not None:
             self._stop(reason)
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
@@ -498,7 +497,7 @@ class Run:
         grown = grown_max_tokens(settings.max_tokens)
         if not limits.retry_cut_calls or grown is None:
             return response
-        if limit_reached(limits, self.iteration, self.record.usage, self._last_cost) is not None:
+        if limit_reached(limits, self.iteration, self.record.usage, self._last_usage) is not None:
             return response
         if self.watch is not None:
             self.watch.retrying(self.iteration, f"a tool call was cut off by the output limit; max_tokens={grown}")
@@ -542,7 +541,7 @@ class Run:
         if native_search:
             assert self.loader is not None
             self.loader.note(response.provider_data)  # before its calls are checked against what is loaded
-        self._last_cost = response.usage.cost
+        self._last_usage = response.usage
         record.count_request(response.usage)
         if listening:
             record.emit(ModelRequestFinished(self.iteration, response, record.usage))
