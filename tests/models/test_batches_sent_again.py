@@ -18,6 +18,8 @@ from tooloop.models import ModelRequest, ModelSettings
 from tooloop.models.anthropic import create
 from tooloop.models.anthropic import request as anthropic_request
 from tooloop.models.anthropic.request import build_body
+from tooloop.models.gemini.request import GeminiRequest
+from tooloop.models.openai_chat.request import ChatRequest
 from tooloop.models.openai_responses.request import ResponsesRequest
 from tooloop.models.portable import BatchMemo
 
@@ -48,31 +50,51 @@ def _responses() -> tuple[Body, BatchMemo[Any], Callable[[Any], list[Any]]]:
     return body, builder._batches, lambda b: b["input"]
 
 
-ADAPTERS = [_anthropic, _responses]
+def _chat() -> tuple[Body, BatchMemo[Any], Callable[[Any], list[Any]]]:
+    builder = ChatRequest("gpt-x", "openai")
+
+    def body(messages: list[Any]) -> Any:
+        return builder.body(ModelRequest(messages), ModelSettings())
+
+    return body, builder._batches, lambda b: b["messages"]
+
+
+def _gemini() -> tuple[Body, BatchMemo[Any], Callable[[Any], list[Any]]]:
+    builder = GeminiRequest("gemini-3-flash")
+
+    def body(messages: list[Any]) -> Any:
+        return builder.body(ModelRequest(messages), ModelSettings())
+
+    return body, builder._batches, lambda b: [part for content in b["contents"] for part in content["parts"]]
+
+
+ADAPTERS = [_anthropic, _responses, _chat, _gemini]
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_a_batch_sent_again_is_the_same_and_a_changed_one_is_read_anew(adapter: Any) -> None:
     body = adapter()[0]
-    first, second = _calls("a", "b")
+    first, second = _calls("alpha", "beta")
     user = UserMessage("go")
     whole = body([user, first, second])
     assert body([user, first, second]) == whole
     alone = body([user, first])  # the same first call, the batch without its second
-    fresh = body([user, _calls("a")[0]])  # equal messages, not the same objects
+    fresh = body([user, _calls("alpha")[0]])  # equal messages, not the same objects
     assert alone == fresh
-    assert "call_b" not in str(alone) and "call_b" in str(whole)
+    assert "beta" not in str(alone) and "beta" in str(whole)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_each_batch_is_converted_once_per_conversation(adapter: Any) -> None:
     body, _, pieces = adapter()
-    history: list[Any] = [UserMessage("go"), *_calls("a", "b", batch="1")]
+    history: list[Any] = [UserMessage("go"), *_calls("alpha", "beta", batch="1")]
     earlier = pieces(body(history))
-    history += _calls("c", batch="2")
+    history += [UserMessage("more"), *_calls("gamma", batch="2")]
     later = pieces(body(history))
+    assert "gamma" in str(later)
+    assert pieces(body(history)) == later  # merging turns changed nothing that was kept
     # the first batch's blocks/items are the very objects made for the first request
-    made_once = [piece for piece in earlier if isinstance(piece, dict) and "call_a" in str(piece)]
+    made_once = [piece for piece in earlier if isinstance(piece, dict) and "alpha" in str(piece)]
     assert made_once and all(any(piece is seen for seen in later) for piece in made_once)
 
 

@@ -27,7 +27,7 @@ from ...messages import (
 )
 from ...outcome import for_model, native_parts
 from ..base import ModelRequest, ModelSettings, ToolDefinition
-from ..portable import ToolBatch, Turn, own_thinking, turns
+from ..portable import BatchMemo, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["PROVIDER", "TO_URLSAFE", "GeminiRequest", "generation", "with_extra"]
 
@@ -47,10 +47,11 @@ class GeminiRequest:
         self._generation = generation(model_name)
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
+        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
 
     def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` not yet added)."""
-        contents, system = _contents(request.messages, sign_foreign=self._generation >= 3)
+        contents, system = _contents(request.messages, self._batches, sign_foreign=self._generation >= 3)
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
@@ -79,12 +80,23 @@ def generation(model_name: str) -> int:
     return int(match.group(1)) if match else 99
 
 
-def _contents(messages: Sequence[Message], *, sign_foreign: bool) -> tuple[list[dict[str, Any]], list[str]]:
+def _contents(
+    messages: Sequence[Message], batches: BatchMemo[list[dict[str, Any]]], *, sign_foreign: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The ``contents`` and the system texts; a tool batch's contents made once for all the requests
+    that send it (``batches``: its messages never change)."""
     contents: list[dict[str, Any]] = []
     system: list[str] = []
     for item in turns(messages):
         if isinstance(item, SystemMessage):
             system.append(item.text)
+            continue
+        if isinstance(item, ToolBatch):
+            made = batches.get(item.calls)
+            if made is None:
+                made = batches.put(item.calls, _batch_contents(item, sign_foreign))
+            for content in made:
+                _add(contents, content["role"], list(content["parts"]))  # a copy: merging extends the list
             continue
         for content in _turn(item, sign_foreign):
             _add(contents, content["role"], content["parts"])

@@ -18,7 +18,6 @@ from ...messages import (
     AssistantMessage,
     AudioContent,
     DocumentContent,
-    FrozenDict,
     ImageContent,
     Message,
     SystemMessage,
@@ -32,7 +31,7 @@ from ...messages import (
 from ...outcome import for_model
 from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..inputs import ALL_INPUTS, data_url, decoded_text, file_name, kinds_text, refuse, wav_or_mp3
-from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
 from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
 
@@ -78,6 +77,7 @@ class ChatRequest:
         self.input_kinds = input_kinds
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
+        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
 
     def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings``."""
@@ -119,8 +119,15 @@ class ChatRequest:
         elif self._id_limit:
             ids = IdMapper(max_length=self._id_limit)
         out: list[dict[str, Any]] = []
+        batches = self._batches
         for item in turns(messages):
-            out.extend(self._turn(item, ids))
+            if isinstance(item, ToolBatch):  # made once for every request of the conversation that sends it
+                made = batches.get(item.calls)
+                if made is None:  # a batch's messages never change, nor do the ids (a rewrite depends on the id alone)
+                    made = batches.put(item.calls, self._batch(item, ids))
+                out.extend(made)  # the list copied; no message in it is changed afterwards
+            else:
+                out.extend(self._turn(item, ids))
         return out
 
     def _turn(self, item: Turn, ids: Callable[[str], str]) -> list[dict[str, Any]]:
@@ -210,28 +217,7 @@ def _arguments(call: ToolCallMessage, raw: bool) -> str:
 
 
 def encode_arguments(arguments: Mapping[str, Any]) -> str:
-    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly.
-
-    Every request sends every earlier call again: the text of a recorded call's arguments (a
-    :class:`~tooloop.messages.FrozenDict`, which cannot change) is remembered for the next request.
-    """
-    kept = _encoded.get(id(arguments))
-    if kept is not None and kept[0] is arguments:
-        return kept[1]
-    text = _encode_arguments(arguments)
-    if type(arguments) is FrozenDict:
-        if len(_encoded) >= _ENCODED_MAX:
-            _encoded.clear()
-        _encoded[id(arguments)] = (arguments, text)  # the mapping kept with it: its id is not reused meanwhile
-    return text
-
-
-_encoded: dict[int, tuple[Mapping[str, Any], str]] = {}
-_ENCODED_MAX = 4096
-"""The calls whose arguments' text is remembered at most (then forgotten all at once)."""
-
-
-def _encode_arguments(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly."""
     items = []
     for key, value in arguments.items():
         kind = type(value)
