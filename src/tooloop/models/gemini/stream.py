@@ -6,7 +6,7 @@ An ``{"error": {...}}`` event raises the transport's :class:`~tooloop.transport.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ...transport.client import Client, StreamError, loads
@@ -38,34 +38,58 @@ class GeminiEvents:
         response = self._response
         try:
             while piece := await response.piece():
-                events: list[Any] = []
-                try:
-                    events.extend(self._decode(piece))
-                finally:
-                    if events:
-                        take(events)
+                events, failure = self._decode(piece)
+                if events:
+                    take(events)
+                if failure is not None:
+                    raise failure
         finally:
             self.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         try:
             async for piece in self._response.iter_bytes():
-                for event in self._decode(piece):
+                events, failure = self._decode(piece)
+                for event in events:
                     yield event
+                if failure is not None:
+                    raise failure
         finally:
             self.close()
 
-    def _decode(self, piece: bytes) -> Iterator[Any]:
-        for _, data in self._decoder.feed(piece):
-            event = loads(data)
-            if isinstance(event, dict) and isinstance(event.get("error"), dict):
-                code = event["error"].get("code")
-                raise StreamError(event, status=code if isinstance(code, int) and not isinstance(code, bool) else None)
-            yield event
+    def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
+        """The events ``piece`` completes, and the failure that follows them (an error event, bad
+        JSON): all of them parsed in one call, a failure found again one by one."""
+        datas = self._decoder.data(piece)
+        if len(datas) > 1:
+            joined = b",".join(datas)
+            try:
+                events = loads(b"[" + joined + b"]")
+            except ValueError:
+                events = None
+            if events is not None and len(events) == len(datas):  # else data that is not one value each
+                return _until_error(events) if b'"error"' in joined else (events, None)
+        events = []
+        for data in datas:
+            try:
+                events.append(loads(data))
+            except ValueError as exc:
+                return events, exc
+        return _until_error(events)
 
     def close(self) -> None:
         """Drop the connection unless the body was read to its end."""
         self._response.close()
+
+
+def _until_error(events: list[Any]) -> tuple[list[Any], StreamError | None]:
+    """The events before the first error event (``{"error": {...}}``), and that error."""
+    for at, event in enumerate(events):
+        if isinstance(event, dict) and isinstance(event.get("error"), dict):
+            code = event["error"].get("code")
+            status = code if isinstance(code, int) and not isinstance(code, bool) else None
+            return events[:at], StreamError(event, status=status)
+    return events, None
 
 
 class GeminiClient(Client):
