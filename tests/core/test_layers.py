@@ -25,6 +25,7 @@ LEAVES = frozenset(
     {
         "_checks",
         "_deadline",
+        "_frozen",
         "_json",
         "_logging",
         "_render",
