@@ -90,18 +90,10 @@ class BatchMemo(Generic[T]):
     (the last one made is kept). The caller must not change what it gets back.
     """
 
-    __slots__ = ("_drop", "_entries")
+    __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        entries: dict[int, tuple[tuple[weakref.KeyedRef[int, ToolCallMessage], ...], Hashable, T]] = {}
-
-        def drop(ref: weakref.KeyedRef[int, ToolCallMessage]) -> None:  # the entries' own: no cycle through the memo
-            entry = entries.get(ref.key)
-            if entry is not None and any(kept is ref for kept in entry[0]):
-                del entries[ref.key]
-
-        self._entries = entries
-        self._drop = drop
+        self._entries: dict[int, tuple[tuple[weakref.ref[ToolCallMessage], ...], Hashable, T]] = {}
 
     def get(self, calls: tuple[ToolCallMessage, ...], variant: Hashable = None) -> T | None:
         """What was made of exactly these messages under ``variant``, or None."""
@@ -118,9 +110,15 @@ class BatchMemo(Generic[T]):
 
     def put(self, calls: tuple[ToolCallMessage, ...], made: T, variant: Hashable = None) -> T:
         """Keep ``made`` for these messages under ``variant`` (replacing what their first one had); ``made``."""
+        entries = self._entries
         key = id(calls[0])
-        drop = self._drop
-        self._entries[key] = (tuple(weakref.KeyedRef(call, drop, key) for call in calls), variant, made)
+
+        def drop(ref: weakref.ref[ToolCallMessage]) -> None:  # the entries', not the memo's: no cycle through it
+            entry = entries.get(key)
+            if entry is not None and ref in entry[0]:  # not a later entry of a new object with the same id
+                del entries[key]
+
+        entries[key] = (tuple([weakref.ref(call, drop) for call in calls]), variant, made)
         return made
 
     def __len__(self) -> int:
