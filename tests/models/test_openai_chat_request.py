@@ -23,7 +23,7 @@ from tooloop.messages import (
 )
 from tooloop.models import ModelRequest, ModelSettings, OutputSchema, ToolDefinition, get_model
 from tooloop.models.openai_chat import OpenAIChatModel
-from tooloop.models.openai_chat.request import encode_arguments
+from tooloop.models.portable import encode_arguments
 
 Make = Callable[..., OpenAIChatModel]
 WEATHER = ToolDefinition(
@@ -309,7 +309,6 @@ async def test_broken_arguments_go_back_verbatim_only_to_openai(
 def test_arguments_go_back_exactly_as_json_dumps_writes_them(arguments: dict[str, Any]) -> None:
     frozen = frozen_mapping(arguments)
     assert encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)
-    assert encode_arguments(frozen) == json.dumps(arguments, ensure_ascii=False)  # remembered: the same text
 
 
 def test_a_mutable_mapping_is_encoded_as_it_stands_each_time() -> None:

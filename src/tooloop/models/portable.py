@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import math
 import re
 import weakref
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
 
-__all__ = ["BatchMemo", "IdMapper", "ToolBatch", "Turn", "own_thinking", "turns"]
+__all__ = ["BatchMemo", "IdMapper", "ToolBatch", "Turn", "encode_arguments", "own_thinking", "turns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,3 +173,37 @@ class IdMapper:
             mapped = mapped[: self._max]
         self._seen[original] = mapped
         return mapped
+
+
+def encode_arguments(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly."""
+    items = []
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str:
+            text = _string(value)
+        elif kind is int:
+            text = int.__repr__(value)
+        elif kind is bool:
+            text = "true" if value else "false"
+        elif value is None:
+            text = "null"
+        elif kind is float and math.isfinite(value):
+            text = float.__repr__(value)
+        else:
+            return _ARGUMENTS.encode(arguments)
+        if type(key) is not str:
+            return _ARGUMENTS.encode(arguments)
+        items.append(f"{_string(key)}: {text}")
+    return "{" + ", ".join(items) + "}"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""Arguments as ``json.dumps`` writes them; one encoder for every call."""

@@ -7,7 +7,6 @@ status or an error event is read by :func:`read_error`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
+from ..portable import encode_arguments
 from .request import PROVIDER, TO_URLSAFE
 
 __all__ = ["Reader", "google_body", "read_error"]
@@ -174,7 +174,7 @@ class Reader:
         name = call.get("name")
         self.calls.append(ToolCall(call_id, name or "", arguments))
         if self.on_event is not None:
-            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, name, json.dumps(arguments)))
+            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, name, encode_arguments(arguments)))
 
     def finish(self, *, streamed: bool) -> ModelResponse:
         self._close_thought(None)

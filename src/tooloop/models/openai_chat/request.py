@@ -7,8 +7,6 @@ in the registry: ``max_tokens_field``, ``raw_invalid_arguments``, ``tool_id_max_
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, assert_never
@@ -31,11 +29,11 @@ from ...messages import (
 from ...outcome import for_model
 from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..inputs import ALL_INPUTS, data_url, decoded_text, file_name, kinds_text, refuse, wav_or_mp3
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, encode_arguments, own_thinking, turns
 from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
 
-__all__ = ["REASONING_FIELDS", "ChatRequest", "encode_arguments"]
+__all__ = ["REASONING_FIELDS", "ChatRequest"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "content")
 """Where a server reads reasoning back: a text field of the assistant message, or ``"content"``
@@ -216,29 +214,6 @@ def _arguments(call: ToolCallMessage, raw: bool) -> str:
     return encode_arguments(call.arguments)
 
 
-def encode_arguments(arguments: Mapping[str, Any]) -> str:
-    """``json.dumps(arguments, ensure_ascii=False)``; flat objects (the usual case) written directly."""
-    items = []
-    for key, value in arguments.items():
-        kind = type(value)
-        if kind is str:
-            text = _string(value)
-        elif kind is int:
-            text = int.__repr__(value)
-        elif kind is bool:
-            text = "true" if value else "false"
-        elif value is None:
-            text = "null"
-        elif kind is float and math.isfinite(value):
-            text = float.__repr__(value)
-        else:
-            return _ARGUMENTS.encode(arguments)
-        if type(key) is not str:
-            return _ARGUMENTS.encode(arguments)
-        items.append(f"{_string(key)}: {text}")
-    return "{" + ", ".join(items) + "}"
-
-
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
     function: dict[str, Any] = {
         "name": tool.name,
@@ -271,14 +246,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=_json_default)
-_string: Callable[[str], str] = json.encoder.encode_basestring
-"""Arguments as ``json.dumps`` writes them; one encoder, since every request encodes every call again."""

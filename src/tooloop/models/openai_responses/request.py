@@ -27,9 +27,8 @@ from ...messages import (
 from ...outcome import ToolOutcome, for_model, native_parts
 from ..base import ModelRequest, ModelSettings, ToolDefinition
 from ..inputs import data_url, file_name, refuse
-from ..openai_chat.request import encode_arguments
 from ..openai_chat.schema import strict_schema
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, encode_arguments, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "ResponsesRequest"]
 
