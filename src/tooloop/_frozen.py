@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["draft_of", "into", "new_draft"]
+__all__ = ["FACTORY", "draft_of", "new_draft", "thawed"]
 
 
 def draft_of(cls: type) -> type:
@@ -41,8 +41,41 @@ new_draft: Any = object.__new__
 _set_class = object.__setattr__
 
 
-def into(instance: Any, draft: type) -> None:
-    """Turn a frozen ``instance`` into a ``draft`` from inside its own ``__init__`` (one
-    ``object.__setattr__`` instead of one per field); the ``__init__`` sets the fields and ends with
-    ``self.__class__ = <the frozen class>``."""
-    _set_class(instance, "__class__", draft)
+def thawed(instance: Any, draft: type) -> Any:
+    """``instance`` (being built by its frozen class's own ``__init__``) as a ``draft``: the
+    ``__init__`` sets every field by plain assignment and ends with ``draft.__class__ = cls``
+    (``cls`` the instance's class, taken before). One ``object.__setattr__`` instead of one per field.
+
+    An instance of a subclass (whose layout may differ) gets a stand-in that sets each field
+    through ``object.__setattr__``, as the dataclass's own ``__init__`` would.
+    """
+    if type(instance) is draft.__base__:
+        _set_class(instance, "__class__", draft)
+        return instance
+    return _Through(instance)
+
+
+class _Through:
+    """Sets attributes of a frozen instance the way a frozen dataclass's ``__init__`` does."""
+
+    __slots__ = ("_instance",)
+    _instance: Any
+
+    def __init__(self, instance: Any) -> None:
+        _set_class(self, "_instance", instance)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _set_class(self._instance, name, value)
+
+
+class _Factory:
+    """The default of a field whose dataclass default is a factory: each call makes a new value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"  # what the dataclass's own __init__ shows for such a default
+
+
+FACTORY: Any = _Factory()
+"""The default of a hand-written ``__init__``'s parameter whose field has a ``default_factory``."""

@@ -15,7 +15,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
-from ._frozen import draft_of, new_draft
+from ._frozen import FACTORY, draft_of, new_draft, thawed
 
 __all__ = [
     "EMPTY",
@@ -1000,7 +1000,11 @@ Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolCallMe
 """Any message of a transcript."""
 
 
-@dataclass(frozen=True, slots=True)
+# ToolCall and ModelResponse are made for every response: their __init__ is written out to fill
+# the fields through a draft (tooloop._frozen), with the dataclass's own signature and checks.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """A tool call as the model asked for it.
 
@@ -1013,8 +1017,26 @@ class ToolCall:
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     provider_data: Mapping[str, Any] | None = None
 
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        arguments: Mapping[str, Any] | str = FACTORY,
+        provider_data: Mapping[str, Any] | None = None,
+    ) -> None:
+        cls = type(self)
+        draft = thawed(self, _ToolCallDraft)
+        draft.id = id
+        draft.name = name
+        draft.arguments = {} if arguments is FACTORY else arguments
+        draft.provider_data = provider_data
+        draft.__class__ = cls
 
-@dataclass(frozen=True, slots=True)
+
+_ToolCallDraft = draft_of(ToolCall)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ModelResponse:
     """One answer of a model: text and/or tool calls, why it stopped, and what it cost.
 
@@ -1026,7 +1048,7 @@ class ModelResponse:
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
-    stop_reason: StopReason = None  # type: ignore[assignment]  # derived in __post_init__
+    stop_reason: StopReason = None  # type: ignore[assignment]  # derived in __init__
     usage: Usage = field(default_factory=Usage)
     _: KW_ONLY
     thinking: tuple[ThinkingPart, ...] = ()
@@ -1038,14 +1060,44 @@ class ModelResponse:
     tokens: Tokens | None = field(default=None, repr=False)
     """The exact prompt and completion tokens, when the adapter was asked to capture them."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.tool_calls, tuple):
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-        if self.stop_reason is None:
-            reason = StopReason.TOOL_USE if self.tool_calls else StopReason.END_TURN
-            object.__setattr__(self, "stop_reason", reason)
-        elif not isinstance(self.stop_reason, StopReason):
-            object.__setattr__(self, "stop_reason", StopReason(self.stop_reason))
+    def __init__(
+        self,
+        text: str = "",
+        tool_calls: tuple[ToolCall, ...] = (),
+        stop_reason: StopReason = None,  # type: ignore[assignment]  # derived below
+        usage: Usage = FACTORY,
+        *,
+        thinking: tuple[ThinkingPart, ...] = (),
+        refusal: str | None = None,
+        model: str | None = None,
+        provider_data: Mapping[str, Any] = FACTORY,
+        response_id: str | None = None,
+        stop_sequence: str | None = None,
+        tokens: Tokens | None = None,
+    ) -> None:
+        cls = type(self)
+        if not isinstance(tool_calls, tuple):
+            tool_calls = tuple(tool_calls)
+        if stop_reason is None:
+            stop_reason = StopReason.TOOL_USE if tool_calls else StopReason.END_TURN
+        elif not isinstance(stop_reason, StopReason):
+            stop_reason = StopReason(stop_reason)
+        draft = thawed(self, _ModelResponseDraft)
+        draft.text = text
+        draft.tool_calls = tool_calls
+        draft.stop_reason = stop_reason
+        draft.usage = Usage() if usage is FACTORY else usage
+        draft.thinking = thinking
+        draft.refusal = refusal
+        draft.model = model
+        draft.provider_data = {} if provider_data is FACTORY else provider_data
+        draft.response_id = response_id
+        draft.stop_sequence = stop_sequence
+        draft.tokens = tokens
+        draft.__class__ = cls
+
+
+_ModelResponseDraft = draft_of(ModelResponse)
 
 
 def response_messages(messages: Sequence[Message]) -> Iterator[tuple[int, AssistantMessage | ToolCallMessage]]:

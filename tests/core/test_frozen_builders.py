@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 import weakref
 from decimal import Decimal
@@ -12,10 +13,20 @@ from typing import Any
 
 import pytest
 
-from tooloop import ThinkingPart, ToolCallMessage, ToolCallStatus, Usage
-from tooloop._frozen import draft_of
+from tooloop import (
+    ModelResponse,
+    StopReason,
+    ThinkingPart,
+    ToolCall,
+    ToolCallMessage,
+    ToolCallStatus,
+    Usage,
+    UserMessage,
+)
+from tooloop._frozen import FACTORY, draft_of
 from tooloop.errors import ToolError
 from tooloop.messages import FrozenDict, FrozenList, TextContent, tool_call_message
+from tooloop.models.base import ModelRequest, ModelSettings
 
 
 def _same(built: Any, made: Any) -> None:
@@ -80,3 +91,61 @@ def test_a_built_message_takes_weak_references_like_a_made_one() -> None:
     status = ToolCallStatus.OK
     built = tool_call_message("add", "c1", {}, None, None, "", status, "", "", None, (), {}, (), None, None, None)
     assert weakref.ref(built)() is built
+
+
+WRITTEN_OUT = [ToolCall, ModelResponse, ModelRequest]
+"""Classes whose __init__ is written out (filled through a draft) instead of the dataclass's."""
+
+
+@pytest.mark.parametrize("cls", WRITTEN_OUT)
+def test_a_written_out_init_has_the_dataclass_signature(cls: type) -> None:
+    parameters = list(inspect.signature(cls).parameters.values())
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    assert [p.name for p in parameters] == [f.name for f in fields]
+    for p, f in zip(parameters, fields, strict=True):
+        assert (p.kind is inspect.Parameter.KEYWORD_ONLY) == f.kw_only, f.name
+        if f.default is not dataclasses.MISSING:
+            assert p.default == f.default, f.name
+        elif f.default_factory is not dataclasses.MISSING:
+            assert p.default is FACTORY, f.name
+        else:
+            assert p.default is inspect.Parameter.empty, f.name
+
+
+def test_model_response_and_tool_call_keep_their_checks_and_defaults() -> None:
+    call = ToolCall("c1", "add")
+    assert call.arguments == {} and call.provider_data is None
+    assert ToolCall("c2", "add").arguments is not call.arguments  # a new dict each time
+    response = ModelResponse("hi", [call])  # type: ignore[arg-type]  # a list is kept as a tuple
+    assert response.tool_calls == (call,) and response.stop_reason is StopReason.TOOL_USE
+    assert response.usage == Usage() and response.provider_data == {}
+    assert ModelResponse().stop_reason is StopReason.END_TURN
+    assert ModelResponse(stop_reason="max_tokens").stop_reason is StopReason.MAX_TOKENS  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ModelResponse(stop_reason="nonsense")  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        response.text = "other"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(response)) == response
+    assert copy.deepcopy(response) == response
+    assert dataclasses.replace(response, text="x") == ModelResponse("x", (call,), usage=Usage())
+    assert hash(ToolCall("c1", "add", "{}")) == hash(ToolCall("c1", "add", "{}"))
+    assert repr(response).startswith("ModelResponse(text='hi'") and " tokens=" not in repr(response)
+
+
+def test_a_subclass_is_filled_as_the_dataclass_would() -> None:
+    class Mine(ModelResponse):  # no __slots__: instances have a __dict__ (another layout)
+        pass
+
+    mine = Mine("hi")
+    assert type(mine) is Mine and mine.text == "hi" and mine.stop_reason is StopReason.END_TURN
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mine.text = "other"  # type: ignore[misc]
+
+
+def test_model_request_keeps_its_defaults() -> None:
+    request = ModelRequest([UserMessage("hi")])
+    assert request.tools == () and request.settings == ModelSettings() and request.tool_choice == "auto"
+    assert request.output is None and request.cache_key is None and request.tool_search is False
+    assert dataclasses.replace(request, tool_choice="none").tool_choice == "none"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.tools = ()  # type: ignore[misc]

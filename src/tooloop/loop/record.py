@@ -85,6 +85,12 @@ class Recorder:
             self._usage = recounted(total, total.requests, total.tool_calls + calls)
         return self._usage
 
+    @property
+    def spent(self) -> Usage:
+        """The usage so far, except perhaps for the latest executed calls (they are counted when
+        :attr:`usage` is asked): its tokens and cost are exact, what the limits check."""
+        return self._usage
+
     def emit(self, event: Event) -> None:
         """Send an event to the stream consumer, if there is one."""
         channel = self.events
@@ -152,7 +158,7 @@ class Recorder:
 
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
-        self._usage = self.usage + request_usage(usage)
+        self._usage = self._usage + request_usage(usage)  # the calls not counted yet stay so
         if self.upstream is not None:
             self.upstream.count_request(usage)
 

@@ -38,7 +38,7 @@ from ..messages import (
     UserPart,
 )
 from ..models.base import ModelRequest, ModelSettings, ToolChoice, ToolDefinition
-from ..models.payloads import listen
+from ..models.payloads import start_listening, stop_listening
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
 from ..tools.search import SEARCH_TOOL, ToolLoader
@@ -241,7 +241,7 @@ class Run:
     def cost_check(self, last: Usage | None) -> StopReason | None:
         """``COST_LIMIT`` when this run's ``max_cost`` (or a parent's) forbids a request costing
         about ``last``'s cost more now (what a subagent checks before each of its requests)."""
-        if cost_reached(self.config.limits, self.record.usage, last):
+        if cost_reached(self.config.limits, self.record.spent, last):
             return StopReason.COST_LIMIT
         return None if self.outer_limit is None else self.outer_limit(last)
 
@@ -470,7 +470,7 @@ class Run:
 
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = limit_reached(self.config.limits, self.iteration, self.record.usage, self._last_usage)
+        reason = limit_reached(self.config.limits, self.iteration, self.record.spent, self._last_usage)
         if reason is None and self.outer_limit is not None:
             reason = self.outer_limit(self._last_usage)
         if reason is not None:
@@ -497,7 +497,7 @@ class Run:
         grown = grown_max_tokens(settings.max_tokens)
         if not limits.retry_cut_calls or grown is None:
             return response
-        if limit_reached(limits, self.iteration, self.record.usage, self._last_usage) is not None:
+        if limit_reached(limits, self.iteration, self.record.spent, self._last_usage) is not None:
             return response
         if self.watch is not None:
             self.watch.retrying(self.iteration, f"a tool call was cut off by the output limit; max_tokens={grown}")
@@ -553,18 +553,15 @@ class Run:
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
         """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
         watcher = self.config.hooks.on_provider_payload
+        # the payloads of this request (and of a smaller retry) go to the hook
+        listening = None if watcher is None else start_listening(watcher)
         try:
-            if watcher is None:
-                response = checked(self.model, await pending_response(self.model, request, handler))
-            else:
-                with listen(watcher):  # the payloads of this request (and a smaller retry) go to the hook
-                    response = checked(self.model, await pending_response(self.model, request, handler))
+            response = checked(self.model, await pending_response(self.model, request, handler))
         except ContextLengthError as exc:
-            if watcher is None:
-                response = await self._request_smaller(request, handler, exc)
-            else:
-                with listen(watcher):
-                    response = await self._request_smaller(request, handler, exc)
+            response = await self._request_smaller(request, handler, exc)
+        finally:
+            if listening is not None:
+                stop_listening(listening)
         if self.config.limits.max_total_tokens is not None and not response.usage.total_tokens:
             response = replace(response, usage=self._estimate(request, response))
         usage = response.usage
@@ -648,7 +645,7 @@ class Run:
         if self.loader is not None and self.loader.active and self.loader.config.mode != "off":
             self._refuse_unloaded(slots)
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or cut_off(response)
-        if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.usage):
+        if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.spent):
             await self._refuse_batch(slots, response)
             return
         repeated = self.guards.repeated(response.tool_calls)

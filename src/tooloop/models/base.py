@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._frozen import FACTORY, draft_of, thawed
 from ..errors import ArgumentValueError
 from ..events import EventHandler
 from ..messages import Message, ModelResponse
@@ -103,7 +104,7 @@ _SIMPLE_FIELDS = tuple(f.name for f in fields(ModelSettings) if f.name != "extra
 _simple_values = operator.attrgetter(*_SIMPLE_FIELDS)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ModelRequest:
     """Everything one request to a model carries, in provider-neutral form.
 
@@ -125,6 +126,29 @@ class ModelRequest:
     marked :attr:`ToolDefinition.defer_loading` deferred. Set only for a model whose
     ``native_tool_search`` property is True."""
 
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        tools: tuple[ToolDefinition, ...] = (),
+        *,
+        settings: ModelSettings = FACTORY,
+        output: OutputSchema | None = None,
+        tool_choice: ToolChoice = "auto",
+        cache_key: str | None = None,
+        tool_search: bool = False,
+    ) -> None:
+        # written out (the loop makes one per request): the fields filled through a draft, see tooloop._frozen
+        cls = type(self)
+        draft = thawed(self, _ModelRequestDraft)
+        draft.messages = messages
+        draft.tools = tools
+        draft.settings = ModelSettings() if settings is FACTORY else settings
+        draft.output = output
+        draft.tool_choice = tool_choice
+        draft.cache_key = cache_key
+        draft.tool_search = tool_search
+        draft.__class__ = cls
+
     def __repr__(self) -> str:
         parts = [f"messages={list(self.messages)!r}", f"tools={[t.name for t in self.tools]!r}"]
         if self.settings != ModelSettings():
@@ -134,6 +158,9 @@ class ModelRequest:
         if self.tool_choice != "auto":
             parts.append(f"tool_choice={self.tool_choice!r}")
         return f"ModelRequest({', '.join(parts)})"
+
+
+_ModelRequestDraft = draft_of(ModelRequest)
 
 
 TOOL_SEARCH_KEY = "tool_search"

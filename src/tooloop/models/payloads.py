@@ -12,14 +12,23 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._json import to_jsonable
 from ._secrets import REDACTED, scrub_json
 
-__all__ = ["PayloadListener", "ProviderPayload", "listen", "listening", "report", "tap"]
+__all__ = [
+    "PayloadListener",
+    "ProviderPayload",
+    "listen",
+    "listening",
+    "report",
+    "start_listening",
+    "stop_listening",
+    "tap",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +64,22 @@ def listening() -> bool:
 @contextlib.contextmanager
 def listen(listener: PayloadListener) -> Iterator[None]:
     """Send the payloads of requests made inside the block to ``listener``."""
-    token = _listener.set(listener)
+    token = start_listening(listener)
     try:
         yield
     finally:
-        _listener.reset(token)
+        stop_listening(token)
+
+
+def start_listening(listener: PayloadListener) -> Token[PayloadListener | None]:
+    """Send the payloads of requests made from now on in this context to ``listener``, until
+    :func:`stop_listening` is given the token returned (:func:`listen` as two calls)."""
+    return _listener.set(listener)
+
+
+def stop_listening(token: Token[PayloadListener | None]) -> None:
+    """End what :func:`start_listening` began (the listener before it is back)."""
+    _listener.reset(token)
 
 
 def report(
