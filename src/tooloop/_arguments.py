@@ -30,7 +30,6 @@ from .messages import (
 )
 from .models.base import Model, ModelSettings
 from .models.registry import check_model_string
-from .store.base import Store
 from .tools.tool import Tool, as_tool
 
 __all__ = ["check_agent_options", "check_model", "check_prompt", "check_run_arguments", "tool_list"]
@@ -87,7 +86,7 @@ def check_agent_options(
             f"context got {describe(context)}; pass a context policy such as tooloop.ContextPolicy(), "
             "or any object with an async prepare(messages, *, model, overflow) method"
         )
-    if store is not None and not isinstance(store, str | Store):
+    if store is not None and not isinstance(store, str) and not _is_store(store):
         raise ArgumentTypeError(f"store got {describe(store)}; pass a store URL such as 'sqlite:///chat.db' or a Store")
     if isinstance(store, str):
         from .store import check_store_url
@@ -204,3 +203,9 @@ def _approvals(approvals: Any) -> Approvals:
 
 
 _APPROVALS_FIX = "pass the decisions made on result.pending_approvals, e.g. approvals=[request.approve()]"
+
+
+def _is_store(value: object) -> bool:
+    from .store.base import Store  # imported on use: a run without a store never loads the stores
+
+    return isinstance(value, Store)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_origin
 
 from ._arguments import check_agent_options, check_model, check_prompt, check_run_arguments, tool_list
 from ._checks import describe
-from .context.policy import ContextPolicy
 from .errors import ArgumentTypeError, ArgumentValueError, ConfigurationError, ToolloopError
 from .loop.approval import Approver
 from .loop.cancel import CancelToken
@@ -18,7 +17,6 @@ from .loop.control import Hooks
 from .loop.frontdoors import Conversation, EventStream
 from .loop.limits import Limits
 from .loop.observe import Tracer
-from .loop.output import OutputSpec
 from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
@@ -28,13 +26,16 @@ from .loop.syncstream import SyncEventStream
 from .messages import Message, Prompt, StopReason, Usage, UserMessage
 from .models.base import Model, ModelSettings
 from .models.inputs import check_prompt_inputs
-from .store.base import Store
-from .store.journal import SessionBinding, SessionLease, default_store_url
 from .subagent import INHERIT, subagent_tool
-from .tools.search import ToolSearch
 from .tools.source import ToolSource
 from .tools.tool import Tool
 from .transport.perloop import close_loop_clients
+
+if TYPE_CHECKING:  # imported on use: a plain run needs no store, context policy, tool search or output schema
+    from .loop.output import OutputSpec
+    from .store.base import Store
+    from .store.journal import SessionLease
+    from .tools.search import ToolSearch
 
 __all__ = ["Agent"]
 
@@ -89,7 +90,7 @@ class _Options:
             )
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ArgumentTypeError(f"Agent(name=...) takes a non-empty string, got {describe(self.name)}")
-        if self.tool_search is not None and not isinstance(self.tool_search, ToolSearch):
+        if self.tool_search is not None and not _is_tool_search(self.tool_search):
             raise ArgumentTypeError(
                 f"Agent(tool_search=...) got {describe(self.tool_search)}; "
                 "pass True, 'native', 'local', ToolSearch(...) or None"
@@ -99,6 +100,8 @@ class _Options:
                 f"Agent(tracer=...) got {describe(self.tracer)}; pass tooloop.telemetry.OpenTelemetry() or None"
             )
         if self.output_type is not None:
+            from .loop.output import OutputSpec
+
             object.__setattr__(self, "output", OutputSpec.for_type(self.output_type))
         if self.deps_type is not None and not isinstance(self.deps_type, type) and get_origin(self.deps_type) is None:
             raise ArgumentTypeError(
@@ -145,7 +148,7 @@ class Agent:
         summarize_results: ResultSummarizer | Model | str | None = None,
         tool_search: ToolSearch | bool | Literal["native", "local", "off"] | None = None,
     ):
-        if lease is not None and not isinstance(lease, SessionLease):
+        if lease is not None and not _is_lease(lease):
             raise ArgumentTypeError(f"Agent(lease=...) must be a SessionLease, got {describe(lease)}")
         plain, sources = _split_tools(tools)
         options = _Options(
@@ -378,6 +381,9 @@ class Agent:
         if session_id is not None:
             if history is not None:
                 raise ConfigurationError("history= cannot be combined with a stored session: the store holds it")
+            from .context.policy import ContextPolicy
+            from .store.journal import SessionBinding, default_store_url
+
             session = SessionBinding(
                 self._options.store or default_store_url(),
                 session_id,
@@ -678,11 +684,25 @@ def _check_tools(options: _Options) -> None:
 
 def _tool_search(value: object) -> Any:
     """``Agent(tool_search=...)``: True is ``ToolSearch()``, a mode name ``ToolSearch(mode=...)``."""
+    if value is not True and value not in ("native", "local", "off"):
+        return value or None
+    from .tools.search import ToolSearch
+
     if value is True:
         return ToolSearch()
-    if value in ("native", "local", "off"):
-        return ToolSearch(mode=value)
-    return value or None
+    return ToolSearch(mode=value)
+
+
+def _is_tool_search(value: object) -> bool:
+    from .tools.search import ToolSearch
+
+    return isinstance(value, ToolSearch)
+
+
+def _is_lease(value: object) -> bool:
+    from .store.journal import SessionLease
+
+    return isinstance(value, SessionLease)
 
 
 def _resolve(options: _Options) -> RunConfig:

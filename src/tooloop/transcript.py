@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._json import error_message, to_jsonable
@@ -235,6 +234,8 @@ class Transcript(Sequence[Message]):
 
     def save_to_file(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path`` atomically (a crash never leaves half a file)."""
+        from pathlib import Path
+
         target = Path(path)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         temporary.write_text(self.to_json(indent=2), encoding="utf-8")
@@ -243,6 +244,8 @@ class Transcript(Sequence[Message]):
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str]) -> Transcript:
         """Read a file written by :meth:`save_to_file` (``CorruptDataError`` names what is wrong)."""
+        from pathlib import Path
+
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     @classmethod

@@ -190,6 +190,38 @@ def test_import_tooloop_loads_none_of_the_heavy_modules() -> None:
     assert _fresh(code) == []
 
 
+# What a plain run (``from tooloop import Agent, get_model``, an agent with a plain tool, a run
+# that calls it) must leave out: what only sessions, context policies, tool search, structured
+# output or cost reads need is imported when they are first used.
+UNUSED_BY_A_PLAIN_RUN = (
+    "tooloop.store",
+    "tooloop.context",
+    "tooloop.tools.search",
+    "tooloop.loop.output",
+    "genai_prices",
+    "pydantic",
+    "jsonschema",
+)
+
+
+def test_a_plain_run_with_a_plain_tool_loads_none_of_what_it_does_not_use() -> None:
+    code = (
+        "import sys, json\n"
+        "from tooloop import Agent, get_model\n"
+        "from tooloop.messages import ModelResponse, ToolCall\n"
+        "from tooloop.testing import ScriptedModel\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    'Add two numbers.'\n"
+        "    return a + b\n"
+        "call = ModelResponse(tool_calls=(ToolCall('c1', 'add', {'a': 2, 'b': 3}),))\n"
+        "result = Agent(ScriptedModel([call, 'five']), tools=[add]).run_sync('2+3?')\n"
+        "assert result.text == 'five' and result.usage.tool_calls == 1, result\n"
+        f"unused = {UNUSED_BY_A_PLAIN_RUN!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if any(m == u or m.startswith(u + '.') for u in unused))))"
+    )
+    assert _fresh(code) == []
+
+
 def test_every_public_name_resolves_in_a_fresh_process_and_lists_in_dir() -> None:
     code = (
         "import json, tooloop\n"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OutputValidationError
 from ..messages import AssistantMessage, ModelResponse, StopReason, UserMessage
-from .output import OutputSpec
 from .record import Recorder, request_usage
+
+if TYPE_CHECKING:
+    from .output import OutputSpec
 
 __all__ = ["Answers", "answer_message"]
 

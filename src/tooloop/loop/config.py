@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..messages import Message, Usage
 from ..models.base import Model, ModelSettings
-from ..tools.search import ToolSearch
 from ..tools.source import ToolSource
 from ..tools.tool import Tool
 from ..transcript import Transcript
@@ -16,10 +15,13 @@ from .approval import Approver
 from .control import Hooks
 from .limits import Limits
 from .observe import Tracer
-from .output import OutputSpec
 from .record import Journal
 from .shaping import ContextShaper
 from .summarize import ResultSummarizer
+
+if TYPE_CHECKING:  # what only a run that uses them imports
+    from ..tools.search import ToolSearch
+    from .output import OutputSpec
 
 __all__ = ["RunConfig", "SessionSource"]
 

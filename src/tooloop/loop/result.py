@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -35,6 +34,8 @@ def arguments_digest(tool_call_id: str, tool_name: str, arguments: Mapping[str, 
         ensure_ascii=False,
         default=str,
     )
+    import hashlib  # approvals only: a plain run never hashes
+
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -21,7 +21,6 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..context.tokens import counter_for
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
@@ -41,7 +40,6 @@ from ..models.base import ModelRequest, ModelSettings, ToolChoice, ToolDefinitio
 from ..models.payloads import start_listening, stop_listening
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
-from ..tools.search import SEARCH_TOOL, ToolLoader
 from ..tools.tool import Tool
 from ..transcript import Transcript
 from .answer import Answers
@@ -55,7 +53,6 @@ from .control import StepContext, call_hook
 from .guards import Guards, cut_off, grown_max_tokens
 from .limits import budget_spent, cost_reached, limit_reached
 from .observe import RunFacts, Watch, default_tracer, provider_of
-from .output import with_output_instructions
 from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
@@ -75,6 +72,7 @@ from .toolphase import (
 
 if TYPE_CHECKING:
     from ..store.base import Store
+    from ..tools.search import ToolLoader
 
 __all__ = ["Run"]
 
@@ -158,7 +156,11 @@ class Run:
         own_token = token.child() if token is not None else CancelToken()
         self.steps = StepRunner(own_token, config.limits.timeout, self.record)
         self.answers = Answers(config.output, config.limits.output_retries, self.record)
-        system = with_output_instructions(config.system, config.output, config.model)
+        system = config.system
+        if config.output is not None:  # the output module only for runs with structured output
+            from .output import with_output_instructions
+
+            system = with_output_instructions(system, config.output, config.model)
         self.shaper = Shaper(system, config.context, config.model)
         self._session = session
         self._prompt = prompt
@@ -572,6 +574,8 @@ class Run:
     def _estimate(self, request: ModelRequest, response: ModelResponse) -> Usage:
         """The usage of a response whose model reported none, by the context counter's estimate
         (so a token budget still holds); marked ``estimated``."""
+        from ..context.tokens import counter_for
+
         policy_counter = getattr(self.config.context, "counter_for", None)
         counter = policy_counter(self.model) if policy_counter is not None else counter_for(self.model.name)
         sent = sum(counter.count(message) for message in request.messages)
@@ -661,6 +665,8 @@ class Run:
         """Tool search, once there are more than the threshold: every tool deferred and the
         provider's search (a model that has one), else the local search tool and the loaded
         tools. The tools, and whether the provider's search is used."""
+        from ..tools.search import SEARCH_TOOL, ToolLoader
+
         search = self.config.tool_search
         assert search is not None
         if self.loader is None:
@@ -677,6 +683,8 @@ class Run:
 
     def _refuse_unloaded(self, slots: list[Slot]) -> None:
         """A call to a tool that exists but is not loaded: loaded now, and the model told to call again."""
+        from ..tools.search import SEARCH_TOOL
+
         loader = self.loader
         assert loader is not None
         for slot in slots:
