@@ -331,7 +331,7 @@ class _CostSum(PendingCost):
     __slots__ = ("a", "a_requests", "b", "b_requests")
 
     def __init__(self, a: Decimal | PendingCost, a_requests: int, b: Decimal | PendingCost, b_requests: int):
-        super().__init__()
+        self.settled, self.value = False, None  # PendingCost.__init__, inline: one of these per request
         self.a, self.a_requests, self.b, self.b_requests = a, a_requests, b, b_requests
 
     def parts(self) -> tuple[Decimal | PendingCost | None, ...]:
@@ -345,33 +345,30 @@ def _settled(cost: Decimal | PendingCost | None) -> Decimal | None:
     return cost.value if isinstance(cost, PendingCost) else cost
 
 
-class _CostField:
-    """``Usage.cost`` over the dataclass's slot: a :class:`PendingCost` there is settled on the
-    first read and replaced by its value (the slot keeps ``Decimal | None`` from then on)."""
-
-    __slots__ = ("slot",)
-
-    def __init__(self, slot: Any):
-        self.slot = slot
-
-    def __get__(self, usage: Usage | None, owner: type | None = None) -> Any:
-        if usage is None:
-            return self
-        cost = self.slot.__get__(usage, owner)
-        if isinstance(cost, PendingCost):
-            cost = cost.settle()
-            self.slot.__set__(usage, cost)
-        return cost
-
-    def __set__(self, usage: Usage, value: Decimal | PendingCost | None) -> None:
-        self.slot.__set__(usage, value)
-
-
 _cost_slot: Any = Usage.__dict__["cost"]
-_usage_class: Any = Usage  # the field keeps its declared type for readers (mypy, dataclasses)
-_usage_class.cost = _CostField(_cost_slot)
 _raw_cost: Any = _cost_slot.__get__
-"""A usage's cost as held: a ``Decimal``, None, or a :class:`PendingCost` not yet read."""
+_set_cost: Any = _cost_slot.__set__
+
+
+def _read_cost(usage: Usage) -> Decimal | None:
+    """``Usage.cost``: a :class:`PendingCost` in the slot is settled on the first read and
+    replaced by its value (the slot holds ``Decimal | None`` from then on)."""
+    cost = _raw_cost(usage)
+    if isinstance(cost, PendingCost):
+        cost = cost.settle()
+        _set_cost(usage, cost)
+    return cost  # type: ignore[no-any-return]
+
+
+# Over the dataclass's slot: reads go through _read_cost, writes (the dataclass's __init__, pickling)
+# straight to the slot in C. The field keeps its declared type for readers (mypy, dataclasses).
+_usage_class: Any = Usage
+_usage_class.cost = property(_read_cost, _set_cost, doc="US dollars, or None when the price is unknown.")
+
+
+def held_cost(usage: Usage) -> Decimal | PendingCost | None:
+    """``usage``'s cost as held, without working it out: a ``Decimal``, None, or a :class:`PendingCost`."""
+    return _raw_cost(usage)  # type: ignore[no-any-return]
 
 
 def pending_cost(usage: Usage, cost: Decimal | PendingCost | None) -> Usage:

@@ -20,7 +20,7 @@ import threading
 from decimal import Decimal
 from typing import Any
 
-from ..messages import PendingCost, Usage, pending_cost
+from ..messages import PendingCost, Usage, held_cost, pending_cost
 
 __all__ = ["PRICED_PROVIDERS", "cost_of", "priced"]
 
@@ -58,7 +58,7 @@ def cost_of(usage: Usage, provider: str, model: str | None) -> Decimal | None:
 def priced(usage: Usage, provider: str, model: str | None) -> Usage:
     """``usage`` with its ``cost`` looked up in the price table when it is first read (unchanged
     when it has a cost, or when the provider or model is known to have no price)."""
-    if usage.cost is not None:
+    if held_cost(usage) is not None:
         return usage
     provider_id = PRICED_PROVIDERS.get(provider)
     if provider_id is None or not model or (provider_id, model) in _unknown:
@@ -72,7 +72,7 @@ class _Price(PendingCost):
     __slots__ = ("model", "provider", "usage")
 
     def __init__(self, usage: Usage, provider: str, model: str):
-        super().__init__()
+        self.settled, self.value = False, None  # PendingCost.__init__, inline: one of these per response
         self.usage, self.provider, self.model = usage, provider, model
 
     def work_out(self) -> Decimal | None:
