@@ -237,7 +237,7 @@ _ACP = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Usage:
     """Tokens, counts and cost, summed over requests with ``+``.
 
@@ -266,6 +266,34 @@ class Usage:
     cache_write_1h_tokens: int = 0
     """Of ``cache_write_tokens``, those written to a one-hour cache (priced higher than five minutes)."""
 
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        requests: int = 0,
+        tool_calls: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        cost: Decimal | None = None,
+        estimated: bool = False,
+        cache_write_1h_tokens: int = 0,
+    ) -> None:
+        # written out (a run makes several per request): the fields filled through a draft, see tooloop._frozen
+        cls = type(self)
+        draft = thawed(self, _UsageDraft)
+        draft.input_tokens = input_tokens
+        draft.output_tokens = output_tokens
+        draft.requests = requests
+        draft.tool_calls = tool_calls
+        draft.cache_read_tokens = cache_read_tokens
+        draft.cache_write_tokens = cache_write_tokens
+        draft.reasoning_tokens = reasoning_tokens
+        draft.cost = cost
+        draft.estimated = estimated
+        draft.cache_write_1h_tokens = cache_write_1h_tokens
+        draft.__class__ = cls
+
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
@@ -286,6 +314,9 @@ class Usage:
             self.estimated or other.estimated,
             self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
+
+
+_UsageDraft = draft_of(Usage)
 
 
 class PendingCost:

@@ -93,7 +93,7 @@ def test_a_built_message_takes_weak_references_like_a_made_one() -> None:
     assert weakref.ref(built)() is built
 
 
-WRITTEN_OUT = [ToolCall, ModelResponse, ModelRequest]
+WRITTEN_OUT = [ToolCall, ModelResponse, ModelRequest, Usage]
 """Classes whose __init__ is written out (filled through a draft) instead of the dataclass's."""
 
 
@@ -149,3 +149,13 @@ def test_model_request_keeps_its_defaults() -> None:
     assert dataclasses.replace(request, tool_choice="none").tool_choice == "none"
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.tools = ()  # type: ignore[misc]
+
+
+def test_usage_keeps_its_values_and_its_pending_cost() -> None:
+    usage = Usage(1, 2, 3, 4, 5, 6, 7, Decimal("0.5"), True, 8)
+    assert dataclasses.astuple(usage) == (1, 2, 3, 4, 5, 6, 7, Decimal("0.5"), True, 8)
+    assert usage == Usage(1, 2, 3, 4, 5, 6, 7, Decimal("0.5"), True, 8) and Usage() == Usage()
+    assert usage + Usage(requests=1, cost=Decimal("0.25")) == Usage(1, 2, 4, 4, 5, 6, 7, Decimal("0.75"), True, 8)
+    assert pickle.loads(pickle.dumps(usage)) == usage and hash(usage) == hash(dataclasses.replace(usage))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.requests = 0  # type: ignore[misc]

@@ -32,7 +32,7 @@ class Guards:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self._held: tuple[ToolCall, ...] = ()
+        self._held: tuple[ToolCallMessage, ...] = ()
         """The calls run so far while there were at most ``max_repeats``: none can be over the bound yet,
         so their canonical keys (a JSON parse and dump each) are not needed."""
         self._calls: dict[tuple[str, str | bytes], int] | None = None
@@ -40,10 +40,11 @@ class Guards:
         self._errors = 0
         self._empty = 0
 
-    def repeated(self, calls: Sequence[ToolCall]) -> str | None:
+    def repeated(self, calls: Sequence[ToolCallMessage]) -> str | None:
         """Why this batch must not run because a call was already made ``max_repeats`` times, or None.
 
-        The calls that do run are counted; a batch that is refused counts nothing.
+        ``calls`` are the batch's calls as recorded before they run (arguments parsed). The calls
+        that do run are counted; a batch that is refused counts nothing.
         """
         bound = self.limits.max_repeats
         if bound is None:
@@ -55,13 +56,13 @@ class Guards:
                 return None
             self._calls = _counts(self._held)
             self._held = ()
-        keys = [call_key(call) for call in calls]
+        keys = [_recorded_key(call) for call in calls]
         seen = dict(self._calls)
         for call, key in zip(calls, keys, strict=True):
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > bound:
                 return (
-                    f"not run: {call.name} was already called {bound} times in this run with the same "
+                    f"not run: {call.tool_name} was already called {bound} times in this run with the same "
                     f"arguments (Limits.max_repeats={bound})"
                 )
         self._calls = seen
@@ -89,12 +90,20 @@ class Guards:
         return self._empty > self.limits.max_empty_responses
 
 
-def _counts(calls: Iterable[ToolCall]) -> dict[tuple[str, str | bytes], int]:
+def _counts(calls: Iterable[ToolCallMessage]) -> dict[tuple[str, str | bytes], int]:
     counts: dict[tuple[str, str | bytes], int] = {}
     for call in calls:
-        key = call_key(call)
+        key = _recorded_key(call)
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def _recorded_key(call: ToolCallMessage) -> tuple[str, str | bytes]:
+    """:func:`call_key` of a call as recorded: its arguments were parsed already (text that did not
+    parse as an object is keyed as :func:`call_key` keys it)."""
+    if call.raw_arguments is not None:
+        return call_key(ToolCall(call.tool_call_id, call.tool_name, call.raw_arguments))
+    return _canonical(call.tool_name, call.arguments)
 
 
 def call_key(call: ToolCall) -> tuple[str, str | bytes]:
@@ -105,12 +114,16 @@ def call_key(call: ToolCall) -> tuple[str, str | bytes]:
             arguments = exact_json(arguments or "{}")
         except ValueError:
             return call.name, arguments
+    return _canonical(call.name, arguments)
+
+
+def _canonical(name: str, arguments: Any) -> tuple[str, bytes]:
     if orjson is not None:
         try:  # in C; NaN and the infinities read as null here, which is close enough for counting repeats
-            return call.name, orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+            return name, orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
         except TypeError:  # an integer beyond 64 bits, a value JSON cannot hold
             pass
-    return call.name, _CANONICAL.encode(arguments).encode()
+    return name, _CANONICAL.encode(arguments).encode()
 
 
 def exact_json(text: str) -> Any:

@@ -652,7 +652,7 @@ class Run:
         if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.spent):
             await self._refuse_batch(slots, response)
             return
-        repeated = self.guards.repeated(response.tool_calls)
+        repeated = self.guards.repeated([slot.template for slot in slots])
         if repeated is not None:
             self._stop(StopReason.REPEATED_CALL)
             await self._refuse_batch(slots, response, repeated)
