@@ -6,7 +6,7 @@ import base64
 import binascii
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -277,10 +277,10 @@ class _Builder:
         self._close("end")
 
 
-def _built(messages: Sequence[Message]) -> _Builder:
+def _built(responses: Iterable[tuple[int, Tokens | None]]) -> _Builder:
     builder = _Builder()
-    for position, message in response_messages(messages):
-        builder.add(position, message.tokens)
+    for position, tokens in responses:
+        builder.add(position, tokens)
     builder.finish()
     return builder
 
@@ -295,9 +295,10 @@ def record_form(messages: Sequence[Message]) -> dict[str, Any] | None:
     ids and logprobs are the record's transcript's, written there once, and
     :meth:`Trajectory.from_record` rebuilds the branches from them and checks them against these
     shapes. None when no response has tokens (nothing was captured)."""
-    if all(message.tokens is None for _, message in response_messages(messages)):
+    responses = [(position, message.tokens) for position, message in response_messages(messages)]
+    if all(tokens is None for _, tokens in responses):
         return None
-    builder = _built(messages)
+    builder = _built(responses)
     return {"tokens": _BY_TRANSCRIPT, "branches": [s.shape() for s in builder.stretches], "unused": builder.unused}
 
 
@@ -371,7 +372,7 @@ class Trajectory:
         ``strict=True`` raises :class:`TrajectoryError` unless the whole conversation is one
         branch with every response's tokens usable.
         """
-        builder = _built(messages)
+        builder = _built((position, message.tokens) for position, message in response_messages(messages))
         trajectory = cls(tuple(s.branch() for s in builder.stretches), tuple(builder.unused))
         if strict:
             trajectory.check_single()
