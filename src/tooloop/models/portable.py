@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import re
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -102,12 +103,9 @@ class BatchMemo(Generic[T]):
         entry = self._entries.get(id(calls[0]))
         if entry is None or entry[1] != variant:
             return None
-        refs = entry[0]
-        if len(refs) != len(calls):
+        refs = entry[0]  # all alive: the first to go takes the entry with it
+        if len(refs) != len(calls) or not all(map(operator.is_, map(operator.call, refs), calls)):
             return None
-        for ref, call in zip(refs, calls, strict=True):
-            if ref() is not call:
-                return None
         return entry[2]
 
     def put(self, calls: tuple[ToolCallMessage, ...], made: T, variant: Hashable = None) -> T:

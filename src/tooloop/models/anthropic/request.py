@@ -132,9 +132,10 @@ def convert_messages(
                 system.append(item.text)
             continue
         if isinstance(item, ToolBatch):
-            for role, blocks in _batch(item, ids, tool_search):
+            turned, names = _batch(item, ids, tool_search)
+            for role, blocks in turned:
                 _add(out, role, list(blocks))  # a copy: merging and cache breakpoints change the lists
-            used.update(dict.fromkeys(call.tool_name for call in item.calls))
+            used.update(names)
             continue
         for role, blocks in _turn(item, ids, model, tool_search):
             _add(out, role, blocks)
@@ -142,17 +143,25 @@ def convert_messages(
 
 
 _Turned = list[tuple[str, list[Block]]]
-_batches: BatchMemo[_Turned] = BatchMemo()
+_Batch = tuple[_Turned, dict[str, None]]
+_batches: BatchMemo[_Batch] = BatchMemo()
 
 
-def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Turned:
-    """What :func:`_turn` makes of a tool batch, remembered for the next requests of the
-    conversation, which send the batch again: its messages never change, and neither do the ids
-    (a rewrite depends on the id alone)."""
-    turned = _batches.get(item.calls, tool_search)
-    if turned is None:  # a batch's blocks do not depend on the model
-        turned = _batches.put(item.calls, _turn(item, ids, "", tool_search), tool_search)
-    return turned
+def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Batch:
+    """What :func:`_turn` makes of a tool batch (a role's adjacent blocks already together) and
+    the names of its tools, remembered for the next requests of the conversation, which send the
+    batch again: its messages never change, and neither do the ids (a rewrite depends on the id
+    alone)."""
+    made = _batches.get(item.calls, tool_search)
+    if made is None:  # a batch's blocks do not depend on the model
+        turned: _Turned = []
+        for role, blocks in _turn(item, ids, "", tool_search):
+            if turned and turned[-1][0] == role:
+                turned[-1][1].extend(blocks)
+            elif blocks:
+                turned.append((role, blocks))
+        made = _batches.put(item.calls, (turned, dict.fromkeys(call.tool_name for call in item.calls)), tool_search)
+    return made
 
 
 def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:
