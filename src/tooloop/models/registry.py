@@ -15,7 +15,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ArgumentValueError, ConfigurationError
 from .base import Model, ModelSettings
@@ -391,6 +390,8 @@ def _base_url(explicit: str | None, defaults: dict[str, Any]) -> str | None:
 def host_url(host: str, default: str | None) -> str:
     """A base URL from a host variable (``box``, ``box:11500``, ``http://box:11500``): the parts it
     leaves out (scheme, port, path) come from ``default``."""
+    from urllib.parse import urlsplit, urlunsplit  # only with a host variable: not on the import path
+
     base = urlsplit(default or "http://localhost")
     given = urlsplit(host if "://" in host else f"{base.scheme}://{host}")
     hostname = given.hostname or base.hostname or "localhost"
