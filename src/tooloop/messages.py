@@ -488,9 +488,28 @@ class Tokens:
     fallback: str | None = None
     extends: Tokens | None = None
 
-    def __post_init__(self) -> None:
-        if self.logprobs and len(self.logprobs) == 2 * len(self.completion):
-            object.__setattr__(self, "logprobs", _narrowed(self.logprobs))
+    def __init__(
+        self,
+        prompt: bytes = b"",
+        completion: bytes = b"",
+        logprobs: bytes = b"",
+        problem: str | None = None,
+        fallback: str | None = None,
+        extends: Tokens | None = None,
+    ) -> None:
+        # Written out (the dataclass's signature): fields set through a draft (tooloop._frozen),
+        # not object.__setattr__ per field; tokens are made several times per captured answer.
+        cls = type(self)
+        if logprobs and len(logprobs) == 2 * len(completion):
+            logprobs = _narrowed(logprobs)
+        draft = thawed(self, _TokensDraft)
+        draft.prompt = prompt
+        draft.completion = completion
+        draft.logprobs = logprobs
+        draft.problem = problem
+        draft.fallback = fallback
+        draft.extends = extends
+        draft.__class__ = cls
 
     @classmethod
     def of(
@@ -589,6 +608,8 @@ class Tokens:
         problem = f", problem={self.problem!r}" if self.problem is not None else ""
         return f"Tokens(prompt={self.prompt_length} ids, completion={count} ids{problem})"
 
+
+_TokensDraft = draft_of(Tokens)
 
 _INT_SIZE = array("i").itemsize
 if _INT_SIZE != 4:  # pragma: no cover - every platform CPython supports today

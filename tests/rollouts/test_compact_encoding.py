@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
 from array import array
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,23 @@ async def test_an_answer_the_typed_reader_does_not_expect_is_read_the_general_wa
     assert second.tokens.completion_logprobs == f32(server.sampled[1][2])
     assert len(Trajectory.from_result(result).branches) == 1  # the flagged response is never trained on
     assert expected_branch(server.sampled[1:])[0] == Trajectory.from_result(result).branches[0].token_ids
+
+
+def test_tokens_built_by_their_written_out_constructor_are_plain_frozen_tokens() -> None:
+    wide = array("d", [-0.5, -1.25]).tobytes()  # 64-bit logprobs are narrowed on the way in
+    tokens = Tokens(array("i", [1, 2]).tobytes(), array("i", [3, 4]).tobytes(), wide, None, "why")
+    assert type(tokens) is Tokens
+    assert (list(tokens.prompt_ids), list(tokens.completion_ids)) == ([1, 2], [3, 4])
+    assert tokens.completion_logprobs == [-0.5, -1.25] and tokens.fallback == "why" and tokens.extends is None
+    assert tokens != Tokens.of([1, 2], [3, 4], [-0.5, -1.25])  # the fallback differs
+    with pytest.raises(AttributeError):
+        tokens.prompt = b""  # type: ignore[misc]
+    later = replace(tokens, fallback=None, extends=Tokens(b""))
+    assert later == Tokens.of([1, 2], [3, 4], [-0.5, -1.25]) and later.extends == Tokens()
+    assert pickle.loads(pickle.dumps(later)) == later
+
+    class Mine(Tokens):
+        pass
+
+    mine = Mine(tokens.prompt, tokens.completion)
+    assert type(mine) is Mine and mine.completion_ids.tolist() == [3, 4] and mine.logprobs == b""
