@@ -17,15 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
+
+from _callgrind import counted  # noqa: E402
 
 
 def lookup(key: str) -> str:
@@ -101,21 +100,7 @@ def count(capture: bool, conversations: int, wide: bool, compact: bool) -> float
     command = [sys.executable, __file__, "--worker", "1" if capture else "0", "-n", str(conversations)]
     command += ["--wide-ids"] if wide else []
     command += ["--compact"] if compact else []
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=sched_yield", *command],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        parts = sorted(Path(folder).glob("callgrind.out.*"))
-        if done.returncode != 0 or len(parts) < 2:
-            raise RuntimeError(f"valgrind run failed ({len(parts)} marks):\n{done.stderr[-2000:]}")
-        found = re.search(r"^totals: (\d+)", parts[-1].read_text(), re.MULTILINE)  # the last mark's part
-    if found is None:
-        raise RuntimeError("no totals in the counted part of the profile")
-    return int(found.group(1)) / (2 * conversations)
+    return counted(command)[0] / (2 * conversations)
 
 
 def main() -> None:

@@ -32,17 +32,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import providers  # noqa: E402
+from _callgrind import counted  # noqa: E402
 from stream_vs_run import PROMPT, Mock, build, expected  # noqa: E402
 
 
@@ -84,21 +82,7 @@ def _count(door: str, url: str, k: int, n: int, burst: bool) -> int:
     command = [sys.executable, __file__, "--worker", door, "--url", url, "-k", str(k), "-n", str(n)]
     if burst:
         command.append("--burst-worker")
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=sched_yield", *command],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        parts = sorted(Path(folder).glob("callgrind.out.*"))
-        if done.returncode != 0 or len(parts) != 2:
-            raise RuntimeError(f"valgrind run failed ({len(parts)} marks):\n{done.stderr[-2000:]}")
-        found = re.search(r"^totals: (\d+)", parts[1].read_text(), re.MULTILINE)  # part 2: the conversations
-    if found is None:
-        raise RuntimeError("no totals in the counted part of the profile")
-    return int(found.group(1))
+    return counted(command)[0]
 
 
 def per_conversation(door: str, url: str, k: int, n: int, burst: bool) -> float:

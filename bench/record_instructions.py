@@ -20,9 +20,7 @@ import asyncio
 import json
 import multiprocessing
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]
 
 import rollout_capture  # noqa: E402
+from _callgrind import counted  # noqa: E402
 
 WARM = 20
 
@@ -76,21 +75,8 @@ def _count(url: str, capture: bool, n: int, batch: bool) -> tuple[float, int]:
     command = [sys.executable, __file__, "--worker", f"{url},{int(capture)}", "-n", str(n)]
     if batch:
         command.append("--batch")
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=sched_yield", *command],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        parts = sorted(Path(folder).glob("callgrind.out.*"))
-        if done.returncode != 0 or len(parts) != 2:
-            raise RuntimeError(f"valgrind run failed ({len(parts)} marks):\n{done.stderr[-2000:]}")
-        found = re.search(r"^totals: (\d+)", parts[1].read_text(), re.MULTILINE)
-    if found is None:
-        raise RuntimeError("no totals in the counted part of the profile")
-    return int(found.group(1)) / n, json.loads(done.stdout.strip().splitlines()[-1])["bytes_per_record"]
+    total, stdout = counted(command)
+    return total / n, json.loads(stdout.strip().splitlines()[-1])["bytes_per_record"]
 
 
 def main() -> None:
