@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import sys
+from abc import abstractmethod
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -334,9 +335,9 @@ class PendingCost:
         """The costs this one is made of (settled before :meth:`work_out` is called)."""
         return ()
 
+    @abstractmethod  # checked by the type checker; no ABCMeta, whose isinstance is slow on this path
     def work_out(self) -> Decimal | None:
         """The cost, in US dollars, or None when the price is unknown."""
-        raise NotImplementedError
 
     def settle(self) -> Decimal | None:
         """The cost, worked out now if it was not (parts first, without recursion: a long run's
