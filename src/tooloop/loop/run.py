@@ -36,7 +36,7 @@ from ..messages import (
     UserMessage,
     UserPart,
 )
-from ..models.base import ModelRequest, ModelSettings, ToolChoice, ToolDefinition
+from ..models.base import ModelRequest, ModelSettings, RunMemo, ToolChoice, ToolDefinition
 from ..models.payloads import start_listening, stop_listening
 from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
@@ -90,6 +90,7 @@ class Run:
         "_cache_key",
         "_final_done",
         "_last_usage",
+        "_memo",
         "_names_checked",
         "_prompt",
         "_request",
@@ -174,6 +175,7 @@ class Run:
         self._batch: Sequence[Slot] = ()  # the batch being settled (hooks see its outcomes)
         self._final_done = False
         self._request: ModelRequest | None = None
+        self._memo = RunMemo()  # what the model keeps for this run's later requests; emptied when it ends
         self._response: ModelResponse | None = None
         self.tools = dict(config.tools)
         self.lingering = Lingering()
@@ -270,6 +272,7 @@ class Run:
             raise
         finally:
             self._batch_view = None  # see finish()
+            self._memo.clear()
             self._end_inbox()
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
@@ -298,6 +301,7 @@ class Run:
                 # It points back at the run: without it, the run is freed as soon as it is dropped,
                 # not by the garbage collector (thousands of concurrent runs make that costly).
                 self._batch_view = None
+                self._memo.clear()  # what the model kept for the run goes now, even if the run is kept
                 self._end_inbox()
                 if session is not None:
                     await self._close_session(session)
@@ -527,6 +531,7 @@ class Run:
             tool_choice=tool_choice,
             cache_key=self._cache_key,
             tool_search=native_search,
+            memo=self._memo,
         )
         listening = record.events is not None
         if listening:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from .._frozen import FACTORY, draft_of, thawed
 from ..errors import ArgumentValueError
@@ -16,10 +16,12 @@ __all__ = [
     "TOOL_SEARCH_KEY",
     "CacheMode",
     "CacheTTL",
+    "MemoKey",
     "Model",
     "ModelRequest",
     "ModelSettings",
     "OutputSchema",
+    "RunMemo",
     "ToolChoice",
     "ToolDefinition",
     "loaded_by_search",
@@ -104,6 +106,51 @@ _SIMPLE_FIELDS = tuple(f.name for f in fields(ModelSettings) if f.name != "extra
 _simple_values = operator.attrgetter(*_SIMPLE_FIELDS)
 
 
+T = TypeVar("T")
+
+
+class MemoKey(Generic[T]):
+    """One model's own place in a :class:`RunMemo` (the key is the object itself; ``T`` is what
+    the model keeps there)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"MemoKey({self.name!r})"
+
+
+class RunMemo:
+    """What models keep for the later requests of one run (e.g. each tool batch as already converted).
+
+    The loop makes one per run, passes it with every request of that run
+    (:attr:`ModelRequest.memo`) and empties it when the run ends: nothing a model keeps for a
+    conversation outlives the run that made it, however long its result is kept. Each model keeps
+    its part under its own :class:`MemoKey`.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: dict[MemoKey[Any], Any] = {}
+
+    def part(self, key: MemoKey[T], make: Callable[[], T]) -> T:
+        """What is kept under ``key``, made by ``make`` at its first use in the run."""
+        part: T | None = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = make()
+        return part
+
+    def clear(self) -> None:
+        """Drop every part (the run has ended)."""
+        self._parts.clear()
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class ModelRequest:
     """Everything one request to a model carries, in provider-neutral form.
@@ -125,6 +172,9 @@ class ModelRequest:
     """Use the provider's own tool search: the adapter adds its search tool and sends the tools
     marked :attr:`ToolDefinition.defer_loading` deferred. Set only for a model whose
     ``native_tool_search`` property is True."""
+    memo: RunMemo | None = field(default=None, compare=False)
+    """The run's memo, the same for every request of one run (None outside a run): a model may
+    keep there what its later requests in the run can reuse. Ignoring it is always correct."""
 
     def __init__(
         self,
@@ -136,6 +186,7 @@ class ModelRequest:
         tool_choice: ToolChoice = "auto",
         cache_key: str | None = None,
         tool_search: bool = False,
+        memo: RunMemo | None = None,
     ) -> None:
         # written out (the loop makes one per request): the fields filled through a draft, see tooloop._frozen
         cls = type(self)
@@ -147,6 +198,7 @@ class ModelRequest:
         draft.tool_choice = tool_choice
         draft.cache_key = cache_key
         draft.tool_search = tool_search
+        draft.memo = memo
         draft.__class__ = cls
 
     def __repr__(self) -> str:

@@ -25,14 +25,14 @@ import json
 import math
 import operator
 import re
-import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from ..messages import AssistantMessage, Message, SystemMessage, ThinkingPart, ToolCallMessage, UserMessage
+from .base import MemoKey, ModelRequest
 
-__all__ = ["BatchMemo", "IdMapper", "ToolBatch", "Turn", "encode_arguments", "own_thinking", "turns"]
+__all__ = ["BatchMemo", "IdMapper", "ToolBatch", "Turn", "batch_memo", "encode_arguments", "own_thinking", "turns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,47 +82,46 @@ T = TypeVar("T")
 
 
 class BatchMemo(Generic[T]):
-    """What an adapter made of each tool batch, for the later requests of its conversation.
+    """What one model made of each tool batch, for the later requests of the run that sends it.
 
     Every request sends the whole history again, and a batch's messages never change once
-    recorded, so converting each batch once is enough (re-converting the history was a few percent
-    of a conversation's CPU). Only the very same message objects find an entry, and an entry lives
-    no longer than its messages: it goes as soon as one of them is collected, so a finished
-    conversation leaves nothing here (the entry holds its messages weakly, never the messages'
-    outcomes). ``variant`` tells apart what one batch becomes under different request options
-    (the last one made is kept). The caller must not change what it gets back.
+    recorded, so converting each batch once per run is enough (re-converting the history was a
+    few percent of a conversation's CPU). A model finds its memo in the run's
+    :class:`~tooloop.models.base.RunMemo` (:func:`batch_memo`), so the memo goes when the run
+    ends. Only the very same message objects find an entry (it holds them: their ids stay theirs
+    while it lives). ``variant`` tells apart what one batch becomes under different request
+    options (the last one made is kept). The caller must not change what it gets back.
     """
 
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[tuple[weakref.ref[ToolCallMessage], ...], Hashable, T]] = {}
+        self._entries: dict[int, tuple[tuple[ToolCallMessage, ...], Hashable, T]] = {}
 
     def get(self, calls: tuple[ToolCallMessage, ...], variant: Hashable = None) -> T | None:
         """What was made of exactly these messages under ``variant``, or None."""
         entry = self._entries.get(id(calls[0]))
         if entry is None or entry[1] != variant:
             return None
-        refs = entry[0]  # all alive: the first to go takes the entry with it
-        if len(refs) != len(calls) or not all(map(operator.is_, map(operator.call, refs), calls)):
+        kept = entry[0]
+        if len(kept) != len(calls) or not all(map(operator.is_, kept, calls)):
             return None
         return entry[2]
 
     def put(self, calls: tuple[ToolCallMessage, ...], made: T, variant: Hashable = None) -> T:
         """Keep ``made`` for these messages under ``variant`` (replacing what their first one had); ``made``."""
-        entries = self._entries
-        key = id(calls[0])
-
-        def drop(ref: weakref.ref[ToolCallMessage]) -> None:  # the entries', not the memo's: no cycle through it
-            entry = entries.get(key)
-            if entry is not None and ref in entry[0]:  # not a later entry of a new object with the same id
-                del entries[key]
-
-        entries[key] = (tuple([weakref.ref(call, drop) for call in calls]), variant, made)
+        self._entries[id(calls[0])] = (calls, variant, made)
         return made
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def batch_memo(request: ModelRequest, key: MemoKey[BatchMemo[T]]) -> BatchMemo[T]:
+    """The memo of converted batches the run of ``request`` keeps under ``key``; a new one, kept
+    by nobody, for a request made outside a run."""
+    memo = request.memo
+    return BatchMemo() if memo is None else memo.part(key, BatchMemo)
 
 
 def own_thinking(parts: Sequence[ThinkingPart], provider: str) -> tuple[ThinkingPart, ...]:

@@ -45,9 +45,9 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import for_model, native_parts
-from ..base import ModelRequest, ModelSettings, OutputSchema
+from ..base import MemoKey, ModelRequest, ModelSettings, OutputSchema
 from ..inputs import decoded_text, refuse
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, batch_memo, own_thinking, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "build_body"]
 
@@ -74,7 +74,8 @@ def build_body(
     native_output: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """The request body, and the name of the forced output tool when native output is used."""
-    system, messages, used_tools = convert_messages(request.messages, model, tool_search=request.tool_search)
+    batches = batch_memo(request, _BATCHES)
+    system, messages, used_tools = convert_messages(request.messages, model, batches, tool_search=request.tool_search)
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         body["system"] = system
@@ -118,10 +119,11 @@ def add_breakpoints(body: dict[str, Any], ttl: str | None) -> None:
 
 
 def convert_messages(
-    messages: Sequence[Message], model: str, *, tool_search: bool = False
+    messages: Sequence[Message], model: str, batches: BatchMemo[_Batch], *, tool_search: bool = False
 ) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """``(system text, Anthropic messages, names of tools used in the history)``; ``tool_search``:
-    the request has the tool search tool (else the search's blocks of earlier answers are left out)."""
+    """``(system text, Anthropic messages, names of tools used in the history)``; ``batches``: the
+    run's tool batches already converted; ``tool_search``: the request has the tool search tool
+    (else the search's blocks of earlier answers are left out)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
     used: dict[str, None] = {}
@@ -132,7 +134,7 @@ def convert_messages(
                 system.append(item.text)
             continue
         if isinstance(item, ToolBatch):
-            turned, names = _batch(item, ids, tool_search)
+            turned, names = _batch(item, ids, tool_search, batches)
             for role, blocks in turned:
                 _add(out, role, list(blocks))  # a copy: merging and cache breakpoints change the lists
             used.update(names)
@@ -144,15 +146,15 @@ def convert_messages(
 
 _Turned = list[tuple[str, list[Block]]]
 _Batch = tuple[_Turned, dict[str, None]]
-_batches: BatchMemo[_Batch] = BatchMemo()
+_BATCHES: MemoKey[BatchMemo[_Batch]] = MemoKey("anthropic batches")
 
 
-def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Batch:
+def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool, batches: BatchMemo[_Batch]) -> _Batch:
     """What :func:`_turn` makes of a tool batch (a role's adjacent blocks already together) and
-    the names of its tools, remembered for the next requests of the conversation, which send the
-    batch again: its messages never change, and neither do the ids (a rewrite depends on the id
-    alone)."""
-    made = _batches.get(item.calls, tool_search)
+    the names of its tools, remembered in ``batches`` for the next requests of the run, which send
+    the batch again: its messages never change, and neither do the ids (a rewrite depends on the
+    id alone)."""
+    made = batches.get(item.calls, tool_search)
     if made is None:  # a batch's blocks do not depend on the model
         turned: _Turned = []
         for role, blocks in _turn(item, ids, "", tool_search):
@@ -160,7 +162,7 @@ def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool) -> _Batch:
                 turned[-1][1].extend(blocks)
             elif blocks:
                 turned.append((role, blocks))
-        made = _batches.put(item.calls, (turned, dict.fromkeys(call.tool_name for call in item.calls)), tool_search)
+        made = batches.put(item.calls, (turned, dict.fromkeys(call.tool_name for call in item.calls)), tool_search)
     return made
 
 

@@ -26,8 +26,8 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import for_model, native_parts
-from ..base import ModelRequest, ModelSettings, ToolDefinition
-from ..portable import BatchMemo, ToolBatch, Turn, own_thinking, turns
+from ..base import MemoKey, ModelRequest, ModelSettings, ToolDefinition
+from ..portable import BatchMemo, ToolBatch, Turn, batch_memo, own_thinking, turns
 
 __all__ = ["PROVIDER", "TO_URLSAFE", "GeminiRequest", "generation", "with_extra"]
 
@@ -47,11 +47,12 @@ class GeminiRequest:
         self._generation = generation(model_name)
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
-        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
+        self._batches: MemoKey[BatchMemo[list[dict[str, Any]]]] = MemoKey("gemini batches")
 
     def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` not yet added)."""
-        contents, system = _contents(request.messages, self._batches, sign_foreign=self._generation >= 3)
+        batches = batch_memo(request, self._batches)
+        contents, system = _contents(request.messages, batches, sign_foreign=self._generation >= 3)
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": [{"text": text} for text in system]}

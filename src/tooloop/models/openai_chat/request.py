@@ -27,9 +27,9 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import for_model
-from ..base import ModelRequest, ModelSettings, OutputSchema, ToolDefinition
+from ..base import MemoKey, ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..inputs import ALL_INPUTS, data_url, decoded_text, file_name, kinds_text, refuse, wav_or_mp3
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, encode_arguments, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, batch_memo, encode_arguments, own_thinking, turns
 from .reasoning import DETAILS, content_chunks
 from .schema import strict_schema
 
@@ -75,11 +75,12 @@ class ChatRequest:
         self.input_kinds = input_kinds
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
-        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
+        self._batches: MemoKey[BatchMemo[list[dict[str, Any]]]] = MemoKey("openai_chat batches")
 
     def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings``."""
-        body: dict[str, Any] = {"model": self.model, "messages": self._messages(request.messages)}
+        messages = self._messages(request.messages, batch_memo(request, self._batches))
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.tools:
             body["tools"] = self._tools(request.tools)
             if request.tool_choice != "auto":
@@ -110,16 +111,15 @@ class ChatRequest:
             self._tools_in = tools
         return self._tools_out
 
-    def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def _messages(self, messages: Sequence[Message], batches: BatchMemo[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         ids: Callable[[str], str] = str
         if self._id_length:  # Mistral's rule: exactly this many letters and digits
             ids = IdMapper("a-zA-Z0-9", self._id_length, "", min_length=self._id_length)
         elif self._id_limit:
             ids = IdMapper(max_length=self._id_limit)
         out: list[dict[str, Any]] = []
-        batches = self._batches
         for item in turns(messages):
-            if isinstance(item, ToolBatch):  # made once for every request of the conversation that sends it
+            if isinstance(item, ToolBatch):  # made once for every request of the run that sends it
                 made = batches.get(item.calls)
                 if made is None:  # a batch's messages never change, nor do the ids (a rewrite depends on the id alone)
                     made = batches.put(item.calls, self._batch(item, ids))

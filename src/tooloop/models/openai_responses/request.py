@@ -25,10 +25,10 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import ToolOutcome, for_model, native_parts
-from ..base import ModelRequest, ModelSettings, ToolDefinition
+from ..base import MemoKey, ModelRequest, ModelSettings, ToolDefinition
 from ..inputs import data_url, file_name, refuse
 from ..openai_chat.schema import strict_schema
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, encode_arguments, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, batch_memo, encode_arguments, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "ResponsesRequest"]
 
@@ -54,7 +54,7 @@ class ResponsesRequest:
         self._reasoning = reasoning
         self._tools_in: tuple[tuple[ToolDefinition, ...], bool] | None = None
         self._tools_out: list[dict[str, Any]] = []
-        self._batches: BatchMemo[list[dict[str, Any]]] = BatchMemo()
+        self._batches: MemoKey[BatchMemo[list[dict[str, Any]]]] = MemoKey("openai_responses batches")
 
     def _tools(self, request: ModelRequest) -> list[dict[str, Any]]:
         """The tools' specs, made again only when they change (the same definitions every turn)."""
@@ -68,7 +68,8 @@ class ResponsesRequest:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` included)."""
         if settings.stop is not None or settings.seed is not None:
             raise ConfigurationError("the OpenAI Responses API has no 'stop' or 'seed' setting; use 'openai:' models")
-        instructions, items = _input(request.messages, self.model, self._batches, request.tool_search)
+        batches = batch_memo(request, self._batches)
+        instructions, items = _input(request.messages, self.model, batches, request.tool_search)
         params: dict[str, Any] = {"model": self.model, "input": items, "store": False}
         if instructions:
             params["instructions"] = instructions
