@@ -466,6 +466,10 @@ class Tokens:
     a rollout holds tens of thousands. Read them with :attr:`prompt_ids`, :attr:`completion_ids`
     and :attr:`completion_logprobs`; build one with :meth:`of`.
 
+    In memory the ids take the fewest bytes per id that their largest one needs (three for a
+    vocabulary of up to 16.7 million tokens, two up to 65,536): ``prompt`` and ``completion``
+    put them back as 32-bit ints on each read (a copy), so read them once where it matters.
+
     32-bit floats hold the logprobs vLLM and SGLang send exactly (they compute them in 32-bit
     floats); a 64-bit value from elsewhere is rounded to the nearest 32-bit one (a relative error
     below 6e-8). ``logprobs`` given as 64-bit floats (8 bytes per completion id, as tokens stored
@@ -539,37 +543,58 @@ class Tokens:
     @property
     def whole_prompt(self) -> bytes:
         """All the prompt's ids as bytes (``prompt`` with what it ``extends`` in front)."""
-        pieces = [self.prompt]
+        pieces = [_held_prompt(self)]
         tokens = self
         while tokens.extends is not None:
             tokens = tokens.extends
-            pieces += (tokens.completion, tokens.prompt)
+            pieces += (_held_completion(tokens), _held_prompt(tokens))
         if len(pieces) == 1:
-            return self.prompt
+            return _widened(pieces[0])
         pieces.reverse()
-        return b"".join(pieces)
+        return b"".join([_widened(piece) for piece in pieces])
 
     @property
     def prompt_length(self) -> int:
         """How many ids the whole prompt has."""
-        size = len(self.prompt)
+        size = _count(_held_prompt(self))
         tokens = self
         while tokens.extends is not None:
             tokens = tokens.extends
-            size += len(tokens.completion) + len(tokens.prompt)
-        return size // _INT_SIZE
+            size += _count(_held_completion(tokens)) + _count(_held_prompt(tokens))
+        return size
+
+    @property
+    def completion_length(self) -> int:
+        """How many ids were sampled."""
+        return _count(_held_completion(self))
 
     def continuing(self, previous: Tokens | None) -> Tokens:
         """These tokens kept as the ids after ``previous``' prompt and completion when the prompt
         continues them exactly (see ``extends``); unchanged when it does not or either is unusable."""
         if previous is None or self.extends is not None or not (self.ok and previous.ok):
             return self
-        head_size = previous.prompt_length * _INT_SIZE + len(previous.completion)
-        if len(self.prompt) < head_size or not self.prompt.endswith(previous.completion, 0, head_size):
+        prompt, completion = self.prompt, previous.completion
+        head_size = previous.prompt_length * _INT_SIZE + len(completion)
+        if len(prompt) < head_size or not prompt.endswith(completion, 0, head_size):
             return self
-        if not self.prompt.startswith(previous.whole_prompt):
+        if not prompt.startswith(previous.whole_prompt):
             return self
-        return Tokens(self.prompt[head_size:], self.completion, self.logprobs, self.problem, self.fallback, previous)
+        return self.after(prompt[head_size:], previous)
+
+    def after(self, rest: bytes, extends: Tokens) -> Tokens:
+        """These tokens with their prompt kept as ``rest`` (32-bit ids) after ``extends``' prompt
+        and completion; the caller has checked that the whole prompt stays the same."""
+        draft = new_draft(_TokensDraft)
+        _set_prompt(draft, _narrow_ids(rest))
+        _set_completion(draft, _held_completion(self))
+        draft.logprobs, draft.problem, draft.fallback, draft.extends = (
+            self.logprobs,
+            self.problem,
+            self.fallback,
+            extends,
+        )
+        draft.__class__ = type(self)
+        return draft  # type: ignore[no-any-return]
 
     @property
     def prompt_ids(self) -> array[int]:
@@ -585,13 +610,13 @@ class Tokens:
     def completion_logprobs(self) -> list[float | None]:
         """One log-probability per completion token, None where the server gave none."""
         if not self.logprobs:
-            return [None] * (len(self.completion) // _INT_SIZE)
+            return [None] * self.completion_length
         return [None if v != v else v for v in _unpack("f", self.logprobs)]
 
     @property
     def ok(self) -> bool:
         """True when prompt and completion ids are there and nothing is wrong with them."""
-        return self.problem is None and bool(self.prompt or self.extends) and bool(self.completion)
+        return self.problem is None and bool(_held_prompt(self) or self.extends) and bool(_held_completion(self))
 
     def _key(self) -> tuple[bytes, bytes, bytes, str | None, str | None]:
         return (self.whole_prompt, self.completion, self.logprobs, self.problem, self.fallback)
@@ -605,12 +630,75 @@ class Tokens:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        count = len(self.completion) // _INT_SIZE
+        count = self.completion_length
         problem = f", problem={self.problem!r}" if self.problem is not None else ""
         return f"Tokens(prompt={self.prompt_length} ids, completion={count} ids{problem})"
 
 
 _TokensDraft = draft_of(Tokens)
+
+# Over the dataclass's slots (as Usage.cost): ``prompt`` and ``completion`` read and take 32-bit
+# ids, and the slots hold them narrowed (_narrow_ids). The constructor, dataclasses.replace() and
+# unpickling all set them through the setters; the fields keep their declared type for readers.
+_prompt_slot: Any = Tokens.__dict__["prompt"]
+_completion_slot: Any = Tokens.__dict__["completion"]
+_held_prompt: Any = _prompt_slot.__get__
+_held_completion: Any = _completion_slot.__get__
+_set_prompt: Any = _prompt_slot.__set__
+_set_completion: Any = _completion_slot.__set__
+
+
+def _widened(held: bytes) -> bytes:
+    """Ids as :func:`_narrow_ids` keeps them, as 32-bit ints (native order) again."""
+    if not held:
+        return b""
+    width = held[0]
+    if width == 4:
+        return held[1:]
+    count = (len(held) - 1) // width
+    out = bytearray(4 * count)
+    view = memoryview(held)
+    for plane in range(width):
+        out[_PLANES[plane]] = view[1 + plane * count : 1 + (plane + 1) * count]
+    return bytes(out)
+
+
+def _narrow_ids(data: bytes) -> bytes:
+    """32-bit ids (native order) in the fewest bytes per id their largest one needs: empty for
+    none, else the width (1 to 4) in one byte, then the ids' lowest bytes, their next bytes, and
+    so on, one run each (4: the ids as they are). Slicing in C; no object per id."""
+    if not data:
+        return b""
+    count = len(data) // 4
+    if data[_PLANES[3]].count(0) != count:
+        return b"\x04" + data
+    low, middle, high = data[_PLANES[0]], data[_PLANES[1]], data[_PLANES[2]]
+    if high.count(0) != count:
+        return b"\x03" + low + middle + high
+    if middle.count(0) != count:
+        return b"\x02" + low + middle
+    return b"\x01" + low
+
+
+def _count(held: bytes) -> int:
+    """How many ids :func:`_narrow_ids` kept in ``held``."""
+    return (len(held) - 1) // held[0] if held else 0
+
+
+_PLANES = tuple(slice(k if sys.byteorder == "little" else 3 - k, None, 4) for k in range(4))
+"""Where each 32-bit int's lowest byte, next byte, ... are in native order."""
+
+_tokens_class: Any = Tokens
+_tokens_class.prompt = property(
+    lambda tokens: _widened(_held_prompt(tokens)),
+    lambda tokens, ids: _set_prompt(tokens, _narrow_ids(ids)),
+    doc="The prompt's ids after what it ``extends`` (all of them when it extends nothing), 32-bit ints.",
+)
+_tokens_class.completion = property(
+    lambda tokens: _widened(_held_completion(tokens)),
+    lambda tokens, ids: _set_completion(tokens, _narrow_ids(ids)),
+    doc="The sampled ids, 32-bit ints.",
+)
 
 _INT_SIZE = array("i").itemsize
 if _INT_SIZE != 4:  # pragma: no cover - every platform CPython supports today

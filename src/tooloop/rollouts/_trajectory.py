@@ -191,43 +191,50 @@ def _compact_arrays(data: Mapping[str, Any]) -> tuple[array[int], array[float], 
 
 
 class _Stretch:
-    """A branch being grown: the pieces of its ids as the responses bring them (the ids each
-    prompt adds, then the sampled ids), joined once when it is read (no object per token)."""
+    """A branch being grown: the ids each response's prompt adds (None: its own ``prompt``, which
+    extends the branch so far) and its tokens, joined into ids only when they are read (a record
+    needs only their lengths; no object per token)."""
 
-    __slots__ = ("added", "pieces", "reason", "responses", "size", "tokens")
+    __slots__ = ("added", "joined", "news", "reason", "responses", "size", "tokens")
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
-        self.pieces: list[bytes] = []
+        self.news: list[bytes | None] = []
         self.added: list[int] = []  # how many ids each response's prompt adds
         self.tokens: list[Tokens] = []
         self.responses: list[int] = []
-        self.size = 0  # bytes of ids so far
+        self.size = 0  # ids so far
+        self.joined = b""  # the ids, once read (while it is shorter than size, stale)
 
-    def add(self, position: int, new: bytes, tokens: Tokens) -> None:
-        self.pieces += (new, tokens.completion)
-        self.added.append(len(new) // 4)
+    def add(self, position: int, new: bytes | None, tokens: Tokens) -> None:
+        # None: the prompt extends the branch so far, which holds all the ids before its own
+        added = tokens.prompt_length - self.size if new is None else len(new) // 4
+        self.news.append(new)
+        self.added.append(added)
         self.tokens.append(tokens)
         self.responses.append(position)
-        self.size += len(new) + len(tokens.completion)
+        self.size += added + tokens.completion_length
 
     def ids(self) -> bytes:
-        if len(self.pieces) > 1:
-            self.pieces[:] = [b"".join(self.pieces)]
-        return self.pieces[0]
+        if len(self.joined) < 4 * self.size:
+            pieces: list[bytes] = []
+            for new, tokens in zip(self.news, self.tokens, strict=True):
+                pieces += (tokens.prompt if new is None else new, tokens.completion)
+            self.joined = b"".join(pieces)
+        return self.joined
 
     def branch(self) -> Branch:
         logprobs: list[bytes] = []
         mask: list[bytes] = []
         for added, tokens in zip(self.added, self.tokens, strict=True):
-            sampled = len(tokens.completion) // 4
+            sampled = tokens.completion_length
             logprobs += (_NAN * added, tokens.logprobs or _NAN * sampled)
             mask += (bytes(added), b"\x01" * sampled)
         return Branch(self.ids(), b"".join(logprobs), b"".join(mask), tuple(self.responses), self.reason)
 
     def shape(self) -> dict[str, Any]:
-        sampled = sum(len(tokens.completion) for tokens in self.tokens) // 4
-        return {"responses": self.responses, "reason": self.reason, "length": self.size // 4, "sampled": sampled}
+        sampled = sum(tokens.completion_length for tokens in self.tokens)
+        return {"responses": self.responses, "reason": self.reason, "length": self.size, "sampled": sampled}
 
 
 class _Builder:
@@ -248,9 +255,8 @@ class _Builder:
             self._close(why)
             return
         stretch = self._open
-        if stretch is not None and tokens.extends is self._last:
-            new = tokens.prompt  # the ids after the branch so far, exactly: nothing to compare
-        else:
+        new: bytes | None = None  # the ids after the branch so far are its prompt: nothing to compare
+        if stretch is None or tokens.extends is not self._last:
             new = tokens.whole_prompt
             if stretch is not None:
                 ids = stretch.ids()

@@ -124,8 +124,8 @@ class PromptHeads:
         key = prompt[:_KEY_SIZE]
         last, heads = self._seen.get(key, (b"", ()))
         size = _common_start(prompt, last)
-        heads = tuple(head for head in heads if len(head.prompt) <= size)  # those still starts of both
-        if size >= _SHARED_MIN and len(heads) < _MAX_HEADS and (not heads or len(heads[-1].prompt) < size):
+        heads = tuple(head for head in heads if head.prompt_length * 4 <= size)  # those still starts of both
+        if size >= _SHARED_MIN and len(heads) < _MAX_HEADS and (not heads or heads[-1].prompt_length * 4 < size):
             heads += (Tokens(prompt[:size]),)
         if len(self._seen) >= _MAX_KEYS and key not in self._seen:
             self._seen.clear()
@@ -133,8 +133,7 @@ class PromptHeads:
         if not heads:
             return tokens
         head = heads[-1]
-        rest = prompt[len(head.prompt) :]
-        return Tokens(rest, tokens.completion, tokens.logprobs, tokens.problem, tokens.fallback, head)
+        return tokens.after(prompt[head.prompt_length * 4 :], head)
 
 
 def _common_start(a: bytes, b: bytes) -> int:
