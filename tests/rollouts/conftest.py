@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -35,7 +35,9 @@ def lookup(key: str) -> str:
     return key.upper()
 
 
-def agent_for(server: TokenServer, *, stream: bool = False, capture: bool = True, **options: Any) -> Agent:
+def agent_for(
+    server: TokenServer, *, stream: bool = False, capture: bool | Literal["ids"] = True, **options: Any
+) -> Agent:
     model = get_model(
         "vllm:toy",
         base_url=server.url,

@@ -9,10 +9,11 @@ import pytest
 from tooloop.errors import ConfigurationError
 from tooloop.messages import AssistantMessage, Tokens, ToolCallMessage
 from tooloop.models import get_model
+from tooloop.rollouts import Trajectory
 from tooloop.testing.token_server import serve
 from tooloop.transcript import Transcript
 
-from .conftest import agent_for, f32, lookup_policy, responses, two_calls_policy
+from .conftest import agent_for, expected_branch, f32, lookup_policy, responses, two_calls_policy, two_rounds_policy
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -129,8 +130,34 @@ async def test_sglang_shapes_are_read_and_its_requests_stay_plain() -> None:
 def test_bad_capture_options_are_refused_where_given() -> None:
     with pytest.raises(ConfigurationError, match="token_server must be one of"):
         get_model("vllm:toy", capture_tokens=True, token_server="tgi")
-    with pytest.raises(ConfigurationError, match="capture_tokens must be True or False"):
+    with pytest.raises(ConfigurationError, match="capture_tokens must be True, False or 'ids'"):
         get_model("vllm:toy", capture_tokens="yes")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+async def test_ids_only_capture_asks_for_no_logprobs_and_keeps_the_same_ids(stream: bool) -> None:
+    with serve(lookup_policy) as server:
+        result = await agent_for(server, stream=stream, capture="ids").run("hi")
+    for body in server.requests:
+        assert body["return_token_ids"] is True and "logprobs" not in body
+    for message, (prompt, completion, _) in zip(responses(result.transcript), server.sampled, strict=True):
+        tokens = message.tokens
+        assert tokens is not None and tokens.ok and tokens.logprobs == b""
+        assert (tokens.prompt_ids.tolist(), tokens.completion_ids.tolist()) == (prompt, completion)
+        assert tokens.completion_logprobs == [None] * len(completion)
+    branch = Trajectory.from_result(result, strict=True).branches[0]
+    ids, _, mask = expected_branch(server.sampled)
+    assert (branch.token_ids, branch.loss_mask, branch.logprobs) == (ids, mask, [None] * len(ids))
+    assert Transcript.from_json(result.transcript.to_json()) == result.transcript
+
+
+async def test_ids_only_token_in_asks_the_completions_endpoint_for_no_logprobs() -> None:
+    with serve(two_rounds_policy) as server:
+        result = await agent_for(server, capture="ids", token_in=True).run("go")
+    sent = [body for body in server.requests if "prompt" in body]
+    assert sent and all("logprobs" not in body for body in sent)
+    branch = Trajectory.from_result(result, strict=True).branches[0]
+    assert branch.token_ids == expected_branch(server.sampled)[0] and set(branch.logprobs) == {None}
 
 
 async def test_tokens_survive_the_transcripts_json_form() -> None:

@@ -131,10 +131,10 @@ def create(
     ``max_connections`` (the pool's cap, default
     1000 as the SDK's), ``transport`` (``"lean"``, the default, or ``"sdk"``: see the module docstring),
     and ``capture_tokens`` (ask the server for the exact prompt and sampled token ids and their
-    logprobs, kept on each response: docs/rollouts.md) with ``token_server`` (``"vllm"``, the
-    default, or ``"sglang"``: whose request fields and response shapes to use), ``token_in``
-    (send each turn after the first as the previous ids plus the new messages' tokens, read
-    with the server's ``/tokenize`` at ``server_root``, by default the base URL without ``/v1``).
+    logprobs, kept on each response: docs/rollouts.md; ``"ids"``: the ids without logprobs) with
+    ``token_server`` (``"vllm"``, the default, or ``"sglang"``: whose request fields and response
+    shapes to use), ``token_in`` (send each turn after the first as the previous ids plus the new
+    messages' tokens, read with the server's ``/tokenize`` at ``server_root``, by default the base URL without ``/v1``).
     """
     return build(model_name, provider, base_url, api_key, settings, options)
 
@@ -285,21 +285,24 @@ class OpenAIChatModel(ProviderModel):
         reasoning_field: str | None = None,
         input_kinds: Iterable[str] | None = None,
         path: str = PATH,
-        capture_tokens: bool = False,
+        capture_tokens: bool | Literal["ids"] = False,
         token_server: TokenServer = "vllm",
         token_in: Client | None = None,
     ) -> None:
         self._path = path
-        if not isinstance(capture_tokens, bool):
-            raise ConfigurationError(f"capture_tokens must be True or False, not {capture_tokens!r}")
+        if not isinstance(capture_tokens, bool) and capture_tokens != "ids":
+            raise ConfigurationError(f"capture_tokens must be True, False or 'ids', not {capture_tokens!r}")
         if token_in is not None and not capture_tokens:
             raise ConfigurationError("token_in=True needs capture_tokens=True: each turn continues the previous ids")
         self._token_in = token_in
         self._token_server = token_server
         server = check_token_server(token_server)
-        self._capture: dict[str, Any] | None = capture_fields(server) if capture_tokens else None
+        self._logprobs = capture_tokens is True  # "ids": the sampled ids without their logprobs
+        self._capture: dict[str, Any] | None = None
+        if capture_tokens:
+            self._capture = capture_fields(server, logprobs=self._logprobs)
         self._heads = PromptHeads()  # the starts of prompts this model's conversations share
-        self._plain_only = capture_tokens and server == "sglang"  # SGLang refuses prompt ids on a stream
+        self._plain_only = bool(capture_tokens) and server == "sglang"  # SGLang refuses prompt ids on a stream
         self._native = native_output
         self._request = ChatRequest(
             model_name,
@@ -371,7 +374,7 @@ class OpenAIChatModel(ProviderModel):
         if self._token_server == "sglang":  # its chat endpoint takes the ids as they are
             body["input_ids"] = prompt
             return await self._capture_messages(body, False, on_event, previous)
-        completion = completions_body(self.name, prompt, settings, context)
+        completion = completions_body(self.name, prompt, settings, context, logprobs=self._logprobs)
         self._sent(completion)
         data = await self._channel.post_json(COMPLETIONS_PATH, self._channel.encode(completion))
         self._received(data)

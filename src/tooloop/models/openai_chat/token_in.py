@@ -111,10 +111,15 @@ async def _tokenize(root: Client, request: dict[str, Any]) -> dict[str, Any]:
     return answer  # type: ignore[no-any-return]
 
 
-def completions_body(model: str, prompt: list[int], settings: ModelSettings, context: int) -> dict[str, Any]:
-    """The ``/v1/completions`` body for a prompt of ids (``max_tokens`` set: vLLM's default is 16)."""
+def completions_body(
+    model: str, prompt: list[int], settings: ModelSettings, context: int, *, logprobs: bool = True
+) -> dict[str, Any]:
+    """The ``/v1/completions`` body for a prompt of ids (``max_tokens`` set: vLLM's default is 16),
+    asking for the sampled ids' logprobs unless ``logprobs`` is false."""
     limit = settings.max_tokens or (context - len(prompt) if context > len(prompt) else None)
-    body: dict[str, Any] = {"model": model, "prompt": prompt, "logprobs": 0, "return_token_ids": True}
+    body: dict[str, Any] = {"model": model, "prompt": prompt, "return_token_ids": True}
+    if logprobs:
+        body["logprobs"] = 0
     if limit is not None:
         body["max_tokens"] = limit
     for name in ("temperature", "top_p", "seed"):

@@ -55,11 +55,14 @@ def check_token_server(value: object) -> TokenServer:
     raise ConfigurationError(f"token_server must be one of {TOKEN_SERVERS}, not {value!r}")
 
 
-def capture_fields(server: TokenServer) -> dict[str, Any]:
-    """The request fields that ask ``server`` for prompt ids, sampled ids and their logprobs."""
+def capture_fields(server: TokenServer, *, logprobs: bool = True) -> dict[str, Any]:
+    """The request fields that ask ``server`` for prompt ids, sampled ids and (unless ``logprobs``
+    is false) their logprobs."""
     if server == "sglang":
-        return {"logprobs": True, "return_token_ids": True, "return_prompt_token_ids": True, "return_meta_info": True}
-    return {"logprobs": True, "return_token_ids": True}
+        fields = {"return_token_ids": True, "return_prompt_token_ids": True, "return_meta_info": True}
+    else:
+        fields = {"return_token_ids": True}
+    return {"logprobs": True, **fields} if logprobs else fields
 
 
 def with_tokens(response: ModelResponse, data: Mapping[str, Any]) -> ModelResponse:
