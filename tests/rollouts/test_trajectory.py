@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+from array import array
 from typing import Any
 
 import pytest
 
-from tooloop.rollouts import Trajectory, TrajectoryError
+from tooloop.rollouts import Branch, Trajectory, TrajectoryError
 from tooloop.testing.token_server import serve
 
 from .conftest import agent_for, expected_branch, lookup_policy, two_calls_policy, two_rounds_policy
@@ -122,3 +124,15 @@ async def test_the_dataset_row_splits_prompt_and_completion_at_the_first_sampled
     assert row["completion_ids"][: len(completion)] == completion
     assert row["reward"] == 1.0
     assert Trajectory.from_result(result).to_dataset_row({"reward": 0.5, "format": 1.0})["format"] == 1.0
+
+
+def test_dataset_row_logprobs_are_zero_wherever_none_was_sampled_or_given() -> None:
+    values = [None, None, -0.5, None, -0.0, -2.0, None, -1e-30, -9999.0, None]
+    mask = [0, 0, 1, 0, 1, 1, 1, 1, 1, 0]  # a sampled token without a logprob at 6
+    branch = Branch.from_dict({"token_ids": list(range(10)), "logprobs": values, "loss_mask": mask})
+    row = branch.dataset_row()
+    expected = [0.0 if v is None else array("f", [v])[0] for v in values[2:]]
+    assert row["completion_logprobs"] == expected and row["completion_mask"] == mask[2:]
+    assert [math.copysign(1, v) for v in row["logprobs"]] == [math.copysign(1, v) for v in expected]
+    whole = Branch.from_dict({"token_ids": [1, 2, 3], "logprobs": [None, -1.5, -0.25], "loss_mask": [0, 1, 1]})
+    assert whole.dataset_row()["logprobs"] == [-1.5, -0.25] and whole.dataset_row()["prompt_ids"] == [1]

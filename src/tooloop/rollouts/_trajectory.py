@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -144,8 +145,8 @@ class Branch:
         start = self.mask.find(1)
         start = len(self.mask) if start < 0 else start
         ids = self.token_ids
-        logprobs = [0.0 if v is None else v for v in self.logprobs[start:]]
-        mask = self.loss_mask[start:]
+        logprobs = _zero_unsampled(self.logprob_values[start * 4 :], self.mask[start:]).tolist()
+        mask = list(self.mask[start:])
         return {
             "prompt_ids": ids[:start],
             "prompt_mask": [1] * start,
@@ -155,6 +156,29 @@ class Branch:
             "logprobs": logprobs,
             "env_mask": mask,
         }
+
+
+_ALL_ONES = bytes.maketrans(b"\x01", b"\xff")
+_TOP_BYTE = slice(3, None, 4) if sys.byteorder == "little" else slice(0, None, 4)
+_NOT_HUGE = bytes(b for b in range(256) if b & 0x7F != 0x7F)
+"""Every top byte but those of NaN, infinities and the largest finite 32-bit floats."""
+
+
+def _zero_unsampled(values: bytes, mask: bytes) -> array[float]:
+    """The 32-bit floats ``values`` with 0.0 where ``mask`` (a byte per value) is 0 or the value is
+    NaN (none given): the unsampled ones zeroed at once by a bitwise and with the mask spread
+    over each value's four bytes; the rest one by one only when a value's top byte says it may be
+    a NaN (or infinite, or above 1.7e38 in size: never a logprob otherwise)."""
+    spread = bytearray(len(values))
+    ones = mask.translate(_ALL_ONES)
+    for lane in range(4):
+        spread[lane::4] = ones
+    kept = (int.from_bytes(values, "little") & int.from_bytes(spread, "little")).to_bytes(len(values), "little")
+    out = array("f")
+    out.frombytes(kept)
+    if kept[_TOP_BYTE].translate(None, _NOT_HUGE):  # maybe a NaN left: a sampled token without a logprob
+        return array("f", [0.0 if v != v else v for v in out])
+    return out
 
 
 def _b64(data: bytes) -> str:
