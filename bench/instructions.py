@@ -55,8 +55,8 @@ def _stretch_deadlines(factor: float) -> None:
 
     enter = _deadline._Wheel.enter
 
-    def stretched(self, seconds, task):  # type: ignore[no-untyped-def]
-        return enter(self, seconds * factor, task)
+    def stretched(self, seconds, task, started=None):  # type: ignore[no-untyped-def]
+        return enter(self, seconds * factor, task, started)
 
     _deadline._Wheel.enter = stretched  # type: ignore[method-assign]
 

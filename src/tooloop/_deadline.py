@@ -105,12 +105,16 @@ class _Wheel:
         self._timer: asyncio.TimerHandle | None = None
         self._armed = math.inf
 
-    def enter(self, seconds: float, task: asyncio.Task[object]) -> Scope:
+    def enter(self, seconds: float, task: asyncio.Task[object], started: float | None = None) -> Scope:
         queue = self._queues.get(seconds)
         if queue is None:
             queue = self._queues[seconds] = _Queue()
-        scope = Scope(self._loop.time() + seconds, task, queue)
-        queue.scopes.append(scope)
+        scope = Scope((self._loop.time() if started is None else started) + seconds, task, queue)
+        scopes = queue.scopes
+        if started is not None and scopes and scopes[-1].deadline > scope.deadline:
+            _insert_in_order(scopes, scope)
+        else:
+            scopes.append(scope)
         if scope.deadline < self._armed:
             self._arm(scope.deadline)
         return scope
@@ -138,10 +142,20 @@ _last: tuple[asyncio.AbstractEventLoop | None, _Wheel | None] = (None, None)
 _wheels: dict[asyncio.AbstractEventLoop, _Wheel] = {}
 
 
-def deadline(seconds: float) -> Scope:
+def _insert_in_order(scopes: deque[Scope], scope: Scope) -> None:
+    """Put ``scope`` (whose time started before it was entered) before the scopes expiring later."""
+    at = len(scopes)
+    while at and scopes[at - 1].deadline > scope.deadline:
+        at -= 1
+    scopes.insert(at, scope)
+
+
+def deadline(seconds: float, *, started: float | None = None) -> Scope:
     """A scope that cancels the current task after ``seconds`` and then raises ``TimeoutError``.
 
     Use it as ``with deadline(30):`` around awaits, where ``asyncio.timeout(30)`` would go.
+    ``started``: the time counts from this reading of the event loop's clock instead of from now
+    (work that began earlier in the same task, entered only once it first waits).
     """
     global _last
     task = asyncio.current_task()
@@ -152,7 +166,7 @@ def deadline(seconds: float) -> Scope:
     if seen_loop is not loop or wheel is None:
         wheel = _wheel_of(loop)
         _last = (loop, wheel)
-    return wheel.enter(seconds, task)
+    return wheel.enter(seconds, task, started)
 
 
 def _wheel_of(loop: asyncio.AbstractEventLoop) -> _Wheel:

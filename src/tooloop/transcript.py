@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._json import error_message, to_jsonable
@@ -98,9 +99,8 @@ class Transcript(Sequence[Message]):
         return self._items[index]
 
     def __iter__(self) -> Iterator[Message]:
-        items = self._items
-        for i in range(self._len):
-            yield items[i]
+        # in C, and bounded: a newer transcript sharing the list may append to it meanwhile
+        return islice(self._items, self._len)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Transcript):

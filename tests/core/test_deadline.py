@@ -184,3 +184,30 @@ async def test_an_expiry_the_block_swallowed_leaves_the_task_not_cancelling() ->
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
     await asyncio.sleep(0.01)  # and the task can go on awaiting
+
+
+async def test_a_scope_counted_from_an_earlier_start_expires_before_younger_scopes() -> None:
+    loop = asyncio.get_running_loop()
+    before = loop.time()
+    ended: dict[str, float] = {}
+
+    async def wait(name: str, started: float | None) -> None:
+        with pytest.raises(TimeoutError):
+            with deadline(0.2, started=started):
+                await asyncio.sleep(5)
+        ended[name] = loop.time() - before
+
+    young = asyncio.create_task(wait("young", None))
+    await asyncio.sleep(0.1)  # the young scope is queued first, expiring 0.2 s after it entered
+    await wait("old", before)  # entered later, but counted from before the young one started
+    await young
+    assert ended["old"] < ended["young"]
+    assert 0.19 <= ended["old"] < 0.28
+
+
+async def test_a_scope_whose_time_was_up_before_it_was_entered_expires_at_its_first_wait() -> None:
+    loop = asyncio.get_running_loop()
+    with pytest.raises(TimeoutError):
+        with deadline(0.05, started=loop.time() - 1) as scope:
+            await asyncio.sleep(5)
+    assert scope.expired

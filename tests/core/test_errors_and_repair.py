@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from pydantic import BaseModel
@@ -47,10 +48,17 @@ async def hang() -> str:
     return "never"
 
 
+@tool(timeout=0.2)
+async def busy_then_wait() -> str:
+    time.sleep(0.3)  # past its whole time limit before it first waits
+    await asyncio.sleep(0.1)
+    return "late"
+
+
 async def _one_call(call: ToolCall) -> tuple[ToolCallMessage, list[object]]:
     """Run one call; return its message and what the model received in the next request."""
     model = ScriptedModel([ModelResponse(tool_calls=[call]), "recovered"])
-    result = await Agent(model, tools=[divide, search, hang]).run("go")
+    result = await Agent(model, tools=[divide, search, hang, busy_then_wait]).run("go")
     assert result.text == "recovered"
     assert result.stop_reason is StopReason.END_TURN
     assert_valid(result.transcript)
@@ -113,6 +121,12 @@ async def test_tool_timeout() -> None:
     assert message.error_type == "ToolTimeoutError"
     assert message.content == "ToolTimeoutError: tool 'hang' did not finish within 0.05 seconds"
     assert sent[-1] == message
+
+
+async def test_a_tool_timeout_counts_from_the_call_start_not_from_its_first_wait() -> None:
+    message, _ = await asyncio.wait_for(_one_call(ToolCall("c", "busy_then_wait", {})), 10)
+    assert message.error_type == "ToolTimeoutError"
+    assert message.content == "ToolTimeoutError: tool 'busy_then_wait' did not finish within 0.2 seconds"
 
 
 async def test_a_failing_call_does_not_stop_the_others() -> None:

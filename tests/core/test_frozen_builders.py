@@ -25,7 +25,7 @@ from tooloop import (
 )
 from tooloop._frozen import FACTORY, draft_of
 from tooloop.errors import ToolError
-from tooloop.messages import FrozenDict, FrozenList, TextContent, tool_call_message
+from tooloop.messages import FrozenDict, FrozenList, TextContent, tool_call_message, with_usage
 from tooloop.models.base import ModelRequest, ModelSettings
 
 
@@ -159,3 +159,34 @@ def test_usage_keeps_its_values_and_its_pending_cost() -> None:
     assert pickle.loads(pickle.dumps(usage)) == usage and hash(usage) == hash(dataclasses.replace(usage))
     with pytest.raises(dataclasses.FrozenInstanceError):
         usage.requests = 0  # type: ignore[misc]
+
+
+def test_with_usage_is_replace_with_another_usage() -> None:
+    call = ToolCall("c", "add", {"a": 1})
+    response = ModelResponse(
+        "hi",
+        (call,),
+        StopReason.MAX_TOKENS,
+        Usage(1, 2),
+        thinking=(ThinkingPart("hm"),),
+        refusal="no",
+        model="m",
+        provider_data={"x": {"y": 1}},
+        response_id="r",
+        stop_sequence="END",
+    )
+    usage = Usage(3, 4, cost=Decimal("0.5"))
+    built, made = with_usage(response, usage), dataclasses.replace(response, usage=usage)
+    assert type(built) is ModelResponse
+    for f in dataclasses.fields(made):
+        assert getattr(built, f.name) is getattr(made, f.name), f.name
+    assert built == made and repr(built) == repr(made)
+    assert pickle.loads(pickle.dumps(built)) == made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.text = "other"  # type: ignore[misc]
+
+    class Mine(ModelResponse):
+        pass
+
+    mine = with_usage(Mine("hi"), usage)
+    assert type(mine) is Mine and mine.usage is usage and mine.text == "hi"

@@ -35,6 +35,7 @@ from ..messages import (
     Usage,
     UserMessage,
     UserPart,
+    with_usage,
 )
 from ..models.base import ModelRequest, ModelSettings, RunMemo, ToolChoice, ToolDefinition
 from ..models.payloads import start_listening, stop_listening
@@ -492,9 +493,12 @@ class Run:
         response = await self._request_model("auto")
         if cut_off(response):
             response = await self._retry_cut(response)
+            uncut = None
+        else:
+            uncut = response
         if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
             response = await self._review(response)
-        await self._take_response(response)
+        await self._take_response(response, uncut is response)
 
     async def _retry_cut(self, response: ModelResponse) -> ModelResponse:
         """A response cut off while writing a tool call, asked once more with a larger ``max_tokens``
@@ -571,9 +575,11 @@ class Run:
                 stop_listening(listening)
         if self.config.limits.max_total_tokens is not None and not response.usage.total_tokens:
             response = replace(response, usage=self._estimate(request, response))
-        usage = response.usage
-        if usage.cost is None and self.provider in PRICED_PROVIDERS:
-            response = replace(response, usage=priced(usage, self.provider, response.model or self.model.name))
+        if self.provider in PRICED_PROVIDERS:  # the price is looked up when the cost is first read
+            usage = response.usage
+            with_price = priced(usage, self.provider, response.model or self.model.name)
+            if with_price is not usage:
+                response = with_usage(response, with_price)
         return response
 
     def _estimate(self, request: ModelRequest, response: ModelResponse) -> Usage:
@@ -636,7 +642,9 @@ class Run:
             self._stop(control.reason, control.text)
         return response
 
-    async def _take_response(self, response: ModelResponse) -> None:
+    async def _take_response(self, response: ModelResponse, uncut: bool = False) -> None:
+        """Take an answer, or check and run the response's tool calls (``uncut``: it is known not
+        to be cut off)."""
         empty_again = self.guards.empty(response)
         if not response.tool_calls:
             reason = await self.answers.take(response, may_retry=self.stop_reason is None)
@@ -653,7 +661,9 @@ class Run:
         slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
         if self.loader is not None and self.loader.active and self.loader.config.mode != "off":
             self._refuse_unloaded(slots)
-        flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or cut_off(response)
+        flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or (
+            not uncut and cut_off(response)
+        )
         if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.spent):
             await self._refuse_batch(slots, response)
             return

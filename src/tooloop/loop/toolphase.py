@@ -15,11 +15,13 @@ import asyncio
 import contextlib
 import functools
 import json
+import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .._json import truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
 from ..events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from ..messages import (
@@ -131,7 +133,13 @@ class Slot:
     ) -> ToolCallMessage:
         """Give the call its outcome; a result that cannot be rendered becomes the call's error."""
         parts: tuple[ContentPart, ...] = ()
-        if error is None:
+        kind = type(result)
+        if error is None and (kind is str or kind is int):  # the usual results, rendered here
+            content = result if kind is str else str(result)
+            limit = self.limit
+            if limit is not None and len(content) > limit:
+                content = truncate(content, limit)
+        elif error is None:
             try:
                 if isinstance(result, ToolOutput):
                     content, parts = render_output(result, self.limit)
@@ -301,7 +309,9 @@ async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) 
     await close_all(slots, batch)
     ready = [s for s in slots if s.outcome is None]
     try:
-        await run_concurrently(ready, lambda slot: _run_one(slot, batch, iteration), _is_sequential, batch.lingering)
+        # a slot ready to run has its tool (_execute needs it); partial and attrgetter: no frame per call
+        run_one = functools.partial(_run_one, batch, iteration)
+        await run_concurrently(ready, run_one, _is_sequential, batch.lingering)
     except asyncio.CancelledError:
         cancel_unfinished(ready, "the run was cancelled" if batch.token.cancelled else "the run was interrupted")
         raise
@@ -358,11 +368,10 @@ def _announce(slot: Slot, batch: BatchContext) -> None:
             batch.record.emit(ToolCallFinished(slot.outcome))
 
 
-def _is_sequential(slot: Slot) -> bool:
-    return slot.tool is not None and slot.tool.sequential
+_is_sequential: Callable[[Slot], bool] = operator.attrgetter("tool.sequential")
 
 
-async def _run_one(slot: Slot, batch: BatchContext, iteration: int) -> None:
+async def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> None:
     if batch.owner.stop_requested() is None:
         if batch.hooks.before_tool_call is None:
             await _execute(slot, batch, iteration)
@@ -396,7 +405,13 @@ def _stopped(slot: Slot) -> None:
     slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
 
 
-async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
+async def _execute(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = False) -> None:
+    if batch.watch is not None and not watched:
+        with batch.watch.tool(slot.template) as seen:
+            await _execute(slot, batch, iteration, watched=True)
+            assert slot.outcome is not None
+            seen.finished(slot.outcome)
+        return
     tool, template, record = slot.tool, slot.template, batch.record
     assert tool is not None and slot.kwargs is not None
     if record.events is not None:
@@ -404,13 +419,14 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int) -> None:
     context = None if tool.context_param is None else _context(template, batch, iteration)
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     record.count_call()
-    if batch.watch is None:
-        await _invoke(slot, tool, context, timeout, batch)
+    try:  # the kwargs are the slot's own copy (Tool.validate), used once
+        result = await invoke(tool, slot.kwargs, context, timeout, batch.lingering)
+    except BaseException as exc:
+        _failed(slot, exc, batch)
         return
-    with batch.watch.tool(template) as seen:
-        await _invoke(slot, tool, context, timeout, batch)
-        assert slot.outcome is not None
-        seen.finished(slot.outcome)
+    slot.finish(ToolCallStatus.OK, result=result)
+    if batch.summarize is not None:
+        await _summarize(slot, result, batch)
 
 
 def _context(template: ToolCallMessage, batch: BatchContext, iteration: int) -> ToolContext:
@@ -431,25 +447,24 @@ def _context(template: ToolCallMessage, batch: BatchContext, iteration: int) -> 
     )
 
 
-async def _invoke(
-    slot: Slot, tool: Tool, context: ToolContext | None, seconds: float | None, batch: BatchContext
-) -> None:
-    assert slot.kwargs is not None
-    try:  # the kwargs are the slot's own copy (Tool.validate), used once
-        result = await invoke(tool, slot.kwargs, context, seconds, batch.lingering)
-    except asyncio.CancelledError as exc:
+def _failed(slot: Slot, exc: BaseException, batch: BatchContext) -> None:
+    """The call raised ``exc``: its outcome, or (a cancellation of the run) ``exc`` raised on."""
+    if isinstance(exc, asyncio.CancelledError):
         if batch.token.cancelled or _being_cancelled():
-            raise
+            raise exc
         slot.finish(ToolCallStatus.ERROR, error=_cancelled_inside(exc))
-    except ApprovalsPending as pending:
+    elif isinstance(exc, ApprovalsPending):
         slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
-        batch.nested.append(pending)
-    except Exception as exc:
+        batch.nested.append(exc)
+    elif isinstance(exc, Exception):
         slot.finish(ToolCallStatus.ERROR, error=exc)
     else:
-        _finish_ok(slot, result)
-        if batch.summarize is not None and slot.outcome is not None:
-            slot.outcome = await summarize_outcome(slot.outcome, result, slot.limit, batch.summarize, batch.record)
+        raise exc
+
+
+async def _summarize(slot: Slot, result: Any, batch: BatchContext) -> None:
+    assert slot.outcome is not None and batch.summarize is not None
+    slot.outcome = await summarize_outcome(slot.outcome, result, slot.limit, batch.summarize, batch.record)
 
 
 def _progress(

@@ -13,6 +13,7 @@ import contextvars
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import Future
+from types import CoroutineType
 from typing import Any, TypeVar
 
 from .._deadline import deadline
@@ -156,10 +157,20 @@ async def invoke(
     try:
         if seconds is None:
             return await tool.start(kwargs, context)
-        scope = deadline(seconds)  # inline rather than _timed: one coroutine less per call
+        started = asyncio.get_running_loop().time()
+        call = tool.start(kwargs, context)
+        if type(call) is CoroutineType:
+            # Run it here up to its first wait: a call that finishes without waiting (a tool that
+            # only computes) never needs its deadline, which only a wait can reach.
+            try:
+                waiting_on = call.send(None)
+            except StopIteration as done:
+                return done.value
+            call = _resume(call, waiting_on)
+        scope = deadline(seconds, started=started)  # counted from the call's start all the same
         try:
             with scope:
-                return await tool.start(kwargs, context)
+                return await call
         except TimeoutError:
             if scope.expired:
                 raise _timed_out(tool.name, seconds) from None
@@ -167,6 +178,27 @@ async def invoke(
     finally:
         if limiter is not None:
             limiter.release()
+
+
+@types.coroutine
+def _resume(call: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
+    """Drive ``call``, which already ran up to its first wait (for ``waiting_on``), to its end."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except GeneratorExit:
+            call.close()
+            raise
+        except BaseException as exc:  # a cancellation (the deadline's) goes to where the call waits
+            try:
+                waiting_on = call.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting_on = call.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 async def _in_thread(
