@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FACTORY", "draft_of", "new_draft", "thawed"]
+__all__ = ["FACTORY", "become", "draft_of", "new_draft", "thawed"]
 
 
 def draft_of(cls: type) -> type:
@@ -39,6 +39,11 @@ new_draft: Any = object.__new__
 """``new_draft(Draft)``: a blank draft (typed ``Any``: its fields are the frozen class's)."""
 
 _set_class = object.__setattr__
+
+become: Any = object.__setattr__
+"""``become(instance, "__class__", Draft)``: what :func:`thawed` does for an instance of the
+frozen class itself, without a call of its own (in the ``__init__`` of the values made most;
+``type(self) is Frozen`` checked first, any other class goes through :func:`thawed`)."""
 
 
 def thawed(instance: Any, draft: type) -> Any:

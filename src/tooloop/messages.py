@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from decimal import Decimal
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
-from ._frozen import FACTORY, draft_of, new_draft, thawed
+from ._frozen import FACTORY, become, draft_of, new_draft, thawed
 
 __all__ = [
     "EMPTY",
@@ -282,7 +282,12 @@ class Usage:
     ) -> None:
         # written out (a run makes several per request): the fields filled through a draft, see tooloop._frozen
         cls = type(self)
-        draft = thawed(self, _UsageDraft)
+        draft: Any
+        if cls is Usage:  # thawed(), inline
+            become(self, "__class__", _UsageDraft)
+            draft = self
+        else:
+            draft = thawed(self, _UsageDraft)
         draft.input_tokens = input_tokens
         draft.output_tokens = output_tokens
         draft.requests = requests
@@ -303,7 +308,7 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
+        return _usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.requests + other.requests,
@@ -318,6 +323,35 @@ class Usage:
 
 
 _UsageDraft = draft_of(Usage)
+
+
+def _usage(
+    input_tokens: int,
+    output_tokens: int,
+    requests: int,
+    tool_calls: int,
+    cache_read_tokens: int,
+    cache_write_tokens: int,
+    reasoning_tokens: int,
+    cost: Any,
+    estimated: bool,
+    cache_write_1h_tokens: int,
+) -> Usage:
+    """``Usage(...)`` with every field given, without the constructor's call (a sum per request)."""
+    draft = new_draft(_UsageDraft)
+    draft.input_tokens = input_tokens
+    draft.output_tokens = output_tokens
+    draft.requests = requests
+    draft.tool_calls = tool_calls
+    draft.cache_read_tokens = cache_read_tokens
+    draft.cache_write_tokens = cache_write_tokens
+    draft.reasoning_tokens = reasoning_tokens
+    draft.cost = cost
+    draft.estimated = estimated
+    draft.cache_write_1h_tokens = cache_write_1h_tokens
+    draft.__class__ = Usage
+    usage: Usage = draft
+    return usage
 
 
 class PendingCost:
@@ -414,8 +448,7 @@ def recounted(usage: Usage, requests: int, tool_calls: int) -> Usage:
 
 
 def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | PendingCost | None) -> Usage:
-    held: Any = cost  # the field's setter takes a PendingCost too
-    return Usage(
+    return _usage(  # the field's setter takes a PendingCost too
         usage.input_tokens,
         usage.output_tokens,
         requests,
@@ -423,7 +456,7 @@ def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | Pen
         usage.cache_read_tokens,
         usage.cache_write_tokens,
         usage.reasoning_tokens,
-        held,
+        cost,
         usage.estimated,
         usage.cache_write_1h_tokens,
     )
@@ -433,6 +466,8 @@ def _add_cost(a: Usage, b: Usage) -> Any:
     """The sum's cost (a :class:`PendingCost` while a part's is): a side without requests adds
     nothing; a request without a price makes it unknown."""
     x, y = _raw_cost(a), _raw_cost(b)
+    if x is None and y is None:  # no price on either side (what _sum_costs would say)
+        return None
     if isinstance(x, PendingCost) and x.settled:
         x = x.value
     if isinstance(y, PendingCost) and y.settled:
@@ -1163,7 +1198,12 @@ class ToolCall:
         provider_data: Mapping[str, Any] | None = None,
     ) -> None:
         cls = type(self)
-        draft = thawed(self, _ToolCallDraft)
+        draft: Any
+        if cls is ToolCall:  # thawed(), inline
+            become(self, "__class__", _ToolCallDraft)
+            draft = self
+        else:
+            draft = thawed(self, _ToolCallDraft)
         draft.id = id
         draft.name = name
         draft.arguments = {} if arguments is FACTORY else arguments
@@ -1220,7 +1260,12 @@ class ModelResponse:
             stop_reason = StopReason.TOOL_USE if tool_calls else StopReason.END_TURN
         elif not isinstance(stop_reason, StopReason):
             stop_reason = StopReason(stop_reason)
-        draft = thawed(self, _ModelResponseDraft)
+        draft: Any
+        if cls is ModelResponse:  # thawed(), inline
+            become(self, "__class__", _ModelResponseDraft)
+            draft = self
+        else:
+            draft = thawed(self, _ModelResponseDraft)
         draft.text = text
         draft.tool_calls = tool_calls
         draft.stop_reason = stop_reason

@@ -31,13 +31,16 @@ def checked(model: Model, response: object) -> ModelResponse:
     if not isinstance(response, ModelResponse):
         raise ModelContractError(f"{_name(model)}.respond returned {response!r}: {_CONTRACT}")
     for call in response.tool_calls:
-        _check_call(model, call)
+        if not (  # the usual case, checked here without a call; the slower checks say what is wrong
+            type(call) is ToolCall
+            and type(call.arguments) in _PLAIN_ARGUMENTS
+            and type(call.id) is type(call.name) is str
+        ):
+            _check_call(model, call)
     return response
 
 
 def _check_call(model: Model, call: object) -> None:
-    if type(call) is ToolCall and type(call.arguments) in _PLAIN_ARGUMENTS and type(call.id) is type(call.name) is str:
-        return  # the usual case, without the slower checks below
     if not isinstance(call, ToolCall):
         raise ModelContractError(
             f"{_name(model)} returned a tool call {call!r}; ModelResponse.tool_calls holds ToolCall values"

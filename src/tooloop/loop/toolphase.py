@@ -17,7 +17,7 @@ import functools
 import json
 import operator
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -36,7 +36,7 @@ from ..messages import (
 )
 from ..models.base import Model
 from ..outcome import render_error, render_output, render_result
-from ..tools.execute import Lingering, invoke, run_concurrently
+from ..tools.execute import Lingering, invoke, run_concurrently, start_async
 from ..tools.tool import Tool, ToolContext
 from .approval import AWAITING, ApprovalsPending, Approver
 from .cancel import CancelToken
@@ -61,6 +61,9 @@ __all__ = [
     "slots_from_messages",
     "slots_from_response",
 ]
+
+
+Step = Coroutine[Any, Any, None]
 
 
 class BatchOwner(Protocol):
@@ -309,7 +312,7 @@ async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) 
     await close_all(slots, batch)
     ready = [s for s in slots if s.outcome is None]
     try:
-        # a slot ready to run has its tool (_execute needs it); partial and attrgetter: no frame per call
+        # a slot ready to run has its tool (_start needs it); partial and attrgetter: no frame per call
         run_one = functools.partial(_run_one, batch, iteration)
         await run_concurrently(ready, run_one, _is_sequential, batch.lingering)
     except asyncio.CancelledError:
@@ -374,7 +377,9 @@ _is_sequential: Callable[[Slot], bool] = operator.attrgetter("tool.sequential")
 async def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> None:
     if batch.owner.stop_requested() is None:
         if batch.hooks.before_tool_call is None:
-            await _execute(slot, batch, iteration)
+            rest = _start(slot, batch, iteration)
+            if rest is not None:
+                await rest
         else:
             await _decide_and_run(slot, batch, iteration)
     if slot.outcome is None:
@@ -398,20 +403,22 @@ async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> No
     elif control.action == "override":
         _finish_ok(slot, control.result)
     elif batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
-        await _execute(slot, batch, iteration)
+        rest = _start(slot, batch, iteration)
+        if rest is not None:
+            await rest
 
 
 def _stopped(slot: Slot) -> None:
     slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
 
 
-async def _execute(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = False) -> None:
+def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = False) -> Step | None:
+    """Start the call: None when it finished at once (it has its outcome), else what finishes it.
+
+    Most calls finish without waiting (a tool that only computes): they need no coroutine here.
+    """
     if batch.watch is not None and not watched:
-        with batch.watch.tool(slot.template) as seen:
-            await _execute(slot, batch, iteration, watched=True)
-            assert slot.outcome is not None
-            seen.finished(slot.outcome)
-        return
+        return _watched(slot, batch, iteration)
     tool, template, record = slot.tool, slot.template, batch.record
     assert tool is not None and slot.kwargs is not None
     if record.events is not None:
@@ -419,14 +426,39 @@ async def _execute(slot: Slot, batch: BatchContext, iteration: int, *, watched: 
     context = None if tool.context_param is None else _context(template, batch, iteration)
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     record.count_call()
-    try:  # the kwargs are the slot's own copy (Tool.validate), used once
-        result = await invoke(tool, slot.kwargs, context, timeout, batch.lingering)
+    # the kwargs are the slot's own copy (Tool.validate), used once
+    if not tool.is_async or tool.limiter() is not None:
+        return _finish_later(slot, invoke(tool, slot.kwargs, context, timeout, batch.lingering), batch)
+    try:
+        done, result = start_async(tool, slot.kwargs, context, timeout)
+    except BaseException as exc:
+        _failed(slot, exc, batch)
+        return None
+    if not done:
+        return _finish_later(slot, result, batch)
+    slot.finish(ToolCallStatus.OK, result=result)
+    return None if batch.summarize is None else _summarize(slot, result, batch)
+
+
+async def _finish_later(slot: Slot, call: Awaitable[Any], batch: BatchContext) -> None:
+    try:
+        result = await call
     except BaseException as exc:
         _failed(slot, exc, batch)
         return
     slot.finish(ToolCallStatus.OK, result=result)
     if batch.summarize is not None:
         await _summarize(slot, result, batch)
+
+
+async def _watched(slot: Slot, batch: BatchContext, iteration: int) -> None:
+    assert batch.watch is not None
+    with batch.watch.tool(slot.template) as seen:
+        rest = _start(slot, batch, iteration, watched=True)
+        if rest is not None:
+            await rest
+        assert slot.outcome is not None
+        seen.finished(slot.outcome)
 
 
 def _context(template: ToolCallMessage, batch: BatchContext, iteration: int) -> ToolContext:

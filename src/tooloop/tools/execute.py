@@ -21,7 +21,7 @@ from ..errors import ToolTimeoutError
 from .threads import Limiter
 from .tool import Tool, ToolContext, finish_sync
 
-__all__ = ["Lingering", "invoke", "run_concurrently"]
+__all__ = ["Lingering", "invoke", "run_concurrently", "start_async"]
 
 T = TypeVar("T")
 
@@ -155,29 +155,34 @@ async def invoke(
     if not tool.is_async:
         return await _in_thread(tool, kwargs, context, seconds, limiter, lingering)
     try:
-        if seconds is None:
-            return await tool.start(kwargs, context)
-        started = asyncio.get_running_loop().time()
-        call = tool.start(kwargs, context)
-        if type(call) is CoroutineType:
-            # Run it here up to its first wait: a call that finishes without waiting (a tool that
-            # only computes) never needs its deadline, which only a wait can reach.
-            try:
-                waiting_on = call.send(None)
-            except StopIteration as done:
-                return done.value
-            call = _resume(call, waiting_on)
-        scope = deadline(seconds, started=started)  # counted from the call's start all the same
-        try:
-            with scope:
-                return await call
-        except TimeoutError:
-            if scope.expired:
-                raise _timed_out(tool.name, seconds) from None
-            raise
+        done, value = start_async(tool, kwargs, context, seconds)
+        return value if done else await value
     finally:
         if limiter is not None:
             limiter.release()
+
+
+def start_async(
+    tool: Tool, kwargs: dict[str, Any], context: ToolContext | None, seconds: float | None
+) -> tuple[bool, Any]:
+    """Start a call of an async ``tool`` (without its concurrency cap: :func:`invoke` takes it)
+    here, up to its first wait: ``(True, result)`` when it finished without waiting, else
+    ``(False, rest)``, ``rest`` to be awaited for the result (within ``seconds`` of the start).
+
+    A call that finishes without waiting (a tool that only computes) never needs its deadline,
+    which only a wait can reach; no coroutine of ours is made for it either.
+    """
+    if seconds is None:
+        return False, tool.start(kwargs, context)
+    started = asyncio.get_running_loop().time()
+    call = tool.start(kwargs, context)
+    if type(call) is CoroutineType:
+        try:
+            waiting_on = call.send(None)
+        except StopIteration as done:
+            return True, done.value
+        call = _resume(call, waiting_on)
+    return False, _timed(tool.name, call, seconds, started)
 
 
 @types.coroutine
@@ -222,10 +227,10 @@ async def _in_thread(
     return await _timed(tool.name, finish_sync(thread), seconds)
 
 
-async def _timed(name: str, call: Awaitable[Any], seconds: float | None) -> Any:
+async def _timed(name: str, call: Awaitable[Any], seconds: float | None, started: float | None = None) -> Any:
     if seconds is None:
         return await call
-    scope = deadline(seconds)
+    scope = deadline(seconds, started=started)  # counted from the call's start, when it began earlier
     try:
         with scope:
             return await call
