@@ -316,7 +316,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
-            _add_cost(self, other),
+            _add_cost(_raw_cost(self), self.requests, _raw_cost(other), other.requests),
             self.estimated or other.estimated,
             self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
@@ -444,7 +444,18 @@ def pending_cost(usage: Usage, cost: Decimal | PendingCost | None) -> Usage:
 
 def recounted(usage: Usage, requests: int, tool_calls: int) -> Usage:
     """``usage`` with other request and call counts, its cost carried over unread."""
-    return _with_cost(usage, requests, tool_calls, _raw_cost(usage))
+    return _usage(
+        usage.input_tokens,
+        usage.output_tokens,
+        requests,
+        tool_calls,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        _raw_cost(usage),
+        usage.estimated,
+        usage.cache_write_1h_tokens,
+    )
 
 
 def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | PendingCost | None) -> Usage:
@@ -462,10 +473,10 @@ def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | Pen
     )
 
 
-def _add_cost(a: Usage, b: Usage) -> Any:
-    """The sum's cost (a :class:`PendingCost` while a part's is): a side without requests adds
-    nothing; a request without a price makes it unknown."""
-    x, y = _raw_cost(a), _raw_cost(b)
+def _add_cost(x: Any, a_requests: int, y: Any, b_requests: int) -> Any:
+    """The cost of a sum of usages costing ``x`` (over ``a_requests`` requests) and ``y`` (held costs:
+    a :class:`PendingCost` while one is): a side without requests adds nothing; a request without
+    a price makes it unknown."""
     if x is None and y is None:  # no price on either side (what _sum_costs would say)
         return None
     if isinstance(x, PendingCost) and x.settled:
@@ -473,12 +484,37 @@ def _add_cost(a: Usage, b: Usage) -> Any:
     if isinstance(y, PendingCost) and y.settled:
         y = y.value
     if not isinstance(x, PendingCost) and not isinstance(y, PendingCost):
-        return _sum_costs(x, a.requests, y, b.requests)
+        return _sum_costs(x, a_requests, y, b_requests)
     if y is None:  # known without working out the other side
-        return None if b.requests else x
+        return None if b_requests else x
     if x is None:
-        return None if a.requests else y
-    return _CostSum(x, a.requests, y, b.requests)
+        return None if a_requests else y
+    return _CostSum(x, a_requests, y, b_requests)
+
+
+def summed(first: Usage, more: Iterable[Usage]) -> Usage:
+    """``first`` plus each of ``more`` in turn (the same value as ``+``), with one :class:`Usage` made."""
+    input_tokens, output_tokens = first.input_tokens, first.output_tokens
+    requests, tool_calls = first.requests, first.tool_calls
+    cache_read, cache_write = first.cache_read_tokens, first.cache_write_tokens
+    reasoning, cache_1h, estimated = first.reasoning_tokens, first.cache_write_1h_tokens, first.estimated
+    cost = _raw_cost(first)
+    for usage in more:
+        input_tokens += usage.input_tokens
+        output_tokens += usage.output_tokens
+        tool_calls += usage.tool_calls
+        cache_read += usage.cache_read_tokens
+        cache_write += usage.cache_write_tokens
+        reasoning += usage.reasoning_tokens
+        cache_1h += usage.cache_write_1h_tokens
+        estimated = estimated or usage.estimated
+        other = _raw_cost(usage)
+        if cost is not None or other is not None:
+            cost = _add_cost(cost, requests, other, usage.requests)
+        requests += usage.requests
+    return _usage(
+        input_tokens, output_tokens, requests, tool_calls, cache_read, cache_write, reasoning, cost, estimated, cache_1h
+    )
 
 
 def _sum_costs(a: Decimal | None, a_requests: int, b: Decimal | None, b_requests: int) -> Decimal | None:

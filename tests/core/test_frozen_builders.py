@@ -25,7 +25,16 @@ from tooloop import (
 )
 from tooloop._frozen import FACTORY, draft_of
 from tooloop.errors import ToolError
-from tooloop.messages import FrozenDict, FrozenList, TextContent, tool_call_message, with_usage
+from tooloop.messages import (
+    FrozenDict,
+    FrozenList,
+    PendingCost,
+    TextContent,
+    pending_cost,
+    summed,
+    tool_call_message,
+    with_usage,
+)
 from tooloop.models.base import ModelRequest, ModelSettings
 
 
@@ -190,3 +199,38 @@ def test_with_usage_is_replace_with_another_usage() -> None:
 
     mine = with_usage(Mine("hi"), usage)
     assert type(mine) is Mine and mine.usage is usage and mine.text == "hi"
+
+
+class _Fixed(PendingCost):
+    """A cost worked out when read: ``value`` (None: no price)."""
+
+    __slots__ = ("fixed",)
+
+    def __init__(self, fixed: Decimal | None) -> None:
+        super().__init__()
+        self.fixed = fixed
+
+    def work_out(self) -> Decimal | None:
+        return self.fixed
+
+
+def test_summed_is_the_sum_with_plus_for_every_mix_of_costs() -> None:
+    def parts() -> list[Usage]:  # held costs: none, a price, pending ones (priced and unpriced)
+        return [
+            Usage(1, 2, 1, 0, 3, 4, 5, None, False, 1),
+            Usage(10, 20, 1, 2, 0, 0, 0, Decimal("0.25"), False, 0),
+            pending_cost(Usage(100, 200, 1), _Fixed(Decimal("0.5"))),
+            Usage(1000, 0, 0, 3, estimated=True),
+            pending_cost(Usage(5, 5, 1, cache_write_1h_tokens=2), _Fixed(None)),
+            Usage(7, 7, 1, cost=Decimal("1")),
+        ]
+
+    for start in range(len(parts())):
+        for end in range(start, len(parts()) + 1):
+            left, right = parts(), parts()
+            added = left[start]
+            for usage in left[start + 1 : end]:
+                added = added + usage
+            total = summed(right[start], right[start + 1 : end])
+            assert dataclasses.astuple(total) == dataclasses.astuple(added), (start, end)
+    assert summed(Usage(), []) == Usage() and summed(Usage(), [Usage(1, requests=1)]) == Usage(1, requests=1)

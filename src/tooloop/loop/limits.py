@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Protocol
 
 from .._checks import describe, require, require_count, require_seconds
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..messages import StopReason, Usage
 
-__all__ = ["Limits", "budget_spent", "cost_reached", "limit_reached"]
+__all__ = ["Limits", "Spending", "budget_spent", "cost_reached", "limit_reached"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,14 +76,28 @@ class Limits:
             object.__setattr__(self, "max_cost", _dollars(self.max_cost))
 
 
-def limit_reached(limits: Limits, iteration: int, usage: Usage, last: Usage | None = None) -> StopReason | None:
+class Spending(Protocol):
+    """What the run has spent so far (a :class:`~tooloop.loop.record.Recorder`)."""
+
+    @property
+    def spent(self) -> Usage:
+        """The usage so far (its tokens and cost are exact)."""
+        ...
+
+
+def limit_reached(limits: Limits, iteration: int, run: Spending, last: Usage | None = None) -> StopReason | None:
     """The limit that forbids another model request after ``iteration`` requests, if any.
 
-    ``last`` is the previous request's usage: its cost is the estimate of the next request's (read
-    only under ``max_cost``: a cost is looked up when it is read).
+    ``run.spent`` is read only when a token budget or a cost limit is set (it may sum the usage
+    of the requests since it was last read). ``last`` is the previous request's usage: its cost is
+    the estimate of the next request's (read only under ``max_cost``: a cost is looked up when it
+    is read).
     """
     if iteration >= limits.max_turns:
         return StopReason.MAX_TURN_REQUESTS
+    if limits.max_total_tokens is None and limits.max_cost is None:
+        return None
+    usage = run.spent
     if budget_spent(limits, usage):
         return StopReason.TOKEN_BUDGET
     if limits.max_cost is not None and cost_reached(limits, usage, last):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ..events import Event, MessageAdded, ToolCallProgress
-from ..messages import Message, ToolCallMessage, Usage, recounted
+from ..messages import Message, ToolCallMessage, Usage, recounted, summed
 from ..transcript import Transcript
 from .channel import EventChannel
 
@@ -53,6 +53,7 @@ class Recorder:
     __slots__ = (
         "_calls",
         "_outbox",
+        "_requests",
         "_unrecorded",
         "_usage",
         "events",
@@ -66,6 +67,7 @@ class Recorder:
         self.transcript = transcript
         self._usage = Usage()
         self._calls = 0  # executed calls not yet in _usage: a Usage per call is made only when asked
+        self._requests: list[Usage] | None = None  # requests' usages not yet in _usage: summed when asked
         self.journal = journal
         self.events: EventChannel | None = None
         """Where events go when someone streams the run (else none is made)."""
@@ -80,15 +82,19 @@ class Recorder:
     @property
     def usage(self) -> Usage:
         """The run's usage so far: its requests' tokens and cost, and the calls it executed."""
+        total = self.spent
         if self._calls:
-            total, calls, self._calls = self._usage, self._calls, 0
-            self._usage = recounted(total, total.requests, total.tool_calls + calls)
-        return self._usage
+            calls, self._calls = self._calls, 0
+            total = self._usage = recounted(total, total.requests, total.tool_calls + calls)
+        return total
 
     @property
     def spent(self) -> Usage:
         """The usage so far, except perhaps for the latest executed calls (they are counted when
         :attr:`usage` is asked): its tokens and cost are exact, what the limits check."""
+        if self._requests is not None:
+            requests, self._requests = self._requests, None
+            self._usage = summed(self._usage, requests)
         return self._usage
 
     def emit(self, event: Event) -> None:
@@ -158,7 +164,11 @@ class Recorder:
 
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
-        self._usage = self._usage + request_usage(usage)  # the calls not counted yet stay so
+        counted = request_usage(usage)  # added to the total when it is asked (one sum for many requests)
+        if self._requests is None:
+            self._requests = [counted]
+        else:
+            self._requests.append(counted)
         if self.upstream is not None:
             self.upstream.count_request(usage)
 

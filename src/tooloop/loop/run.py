@@ -477,7 +477,7 @@ class Run:
 
     async def _turn(self) -> None:
         """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = limit_reached(self.config.limits, self.iteration, self.record.spent, self._last_usage)
+        reason = limit_reached(self.config.limits, self.iteration, self.record, self._last_usage)
         if reason is None and self.outer_limit is not None:
             reason = self.outer_limit(self._last_usage)
         if reason is not None:
@@ -507,7 +507,7 @@ class Run:
         grown = grown_max_tokens(settings.max_tokens)
         if not limits.retry_cut_calls or grown is None:
             return response
-        if limit_reached(limits, self.iteration, self.record.spent, self._last_usage) is not None:
+        if limit_reached(limits, self.iteration, self.record, self._last_usage) is not None:
             return response
         if self.watch is not None:
             self.watch.retrying(self.iteration, f"a tool call was cut off by the output limit; max_tokens={grown}")
@@ -664,7 +664,9 @@ class Run:
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or (
             not uncut and cut_off(response)
         )
-        if self.stop_reason is not None or flagged or budget_spent(self.config.limits, self.record.spent):
+        limits = self.config.limits
+        spent = limits.max_total_tokens is not None and budget_spent(limits, self.record.spent)
+        if self.stop_reason is not None or flagged or spent:
             await self._refuse_batch(slots, response)
             return
         repeated = self.guards.repeated([slot.template for slot in slots])
