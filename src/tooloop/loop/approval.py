@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ApprovalMismatchError, ToolArgumentsError, ToolDeniedError
 from ..events import ApprovalDecided, ApprovalRequested
-from ..messages import ToolCallMessage, ToolCallStatus
+from ..messages import ToolCallStatus
 from ..outcome import AWAITING
 from .result import ApprovalDecision, ApprovalRequest, arguments_digest
 
@@ -58,8 +58,8 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
     for slot in slots:
         if slot.outcome is not None or slot.tool is None or not _waits(slot.tool, batch.auto_execute):
             continue
-        request = _request(slot.template)
-        decision = batch.decisions.get(slot.template.tool_call_id)
+        request = _request(slot)
+        decision = batch.decisions.get(slot.tool_call_id)
         if decision is None and batch.approver is not None and slot.tool.requires_approval:
             decision = await _consult(batch, batch.approver, request)
         if decision is None and deny_undecided:
@@ -106,17 +106,17 @@ def check_decisions(
 ) -> None:
     """Raise :class:`ApprovalMismatchError` before anything runs if a decision names the wrong call
     or a call that is not waiting for one."""
-    waiting = {s.template.tool_call_id for s in slots if s.outcome is None and s.tool is not None}
+    waiting = {s.tool_call_id for s in slots if s.outcome is None and s.tool is not None}
     # "<call>/<subagent's call>": a decision for a subagent's call, checked by the subagent's run
     stray = sorted(key for key in set(decisions) - waiting if key.split("/", 1)[0] not in waiting)
     if stray:
         raise stray_decisions(stray)
     for slot in slots:
-        decision = decisions.get(slot.template.tool_call_id)
+        decision = decisions.get(slot.tool_call_id)
         if decision is None or slot.outcome is not None or slot.tool is None:
             continue
         if _waits(slot.tool, auto_execute) or decision.completed:
-            _verify(_request(slot.template), decision)
+            _verify(_request(slot), decision)
 
 
 def stray_decisions(call_ids: Sequence[str]) -> ApprovalMismatchError:
@@ -125,8 +125,8 @@ def stray_decisions(call_ids: Sequence[str]) -> ApprovalMismatchError:
     return ApprovalMismatchError(f"no call waiting for approval has the id {names}; nothing was run")
 
 
-def _request(template: ToolCallMessage) -> ApprovalRequest:
-    return ApprovalRequest(template.tool_call_id, template.tool_name, dict(template.arguments))
+def _request(call: Slot) -> ApprovalRequest:
+    return ApprovalRequest(call.tool_call_id, call.tool_name, dict(call.arguments))
 
 
 def _verify(request: ApprovalRequest, decision: ApprovalDecision) -> None:

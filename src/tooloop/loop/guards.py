@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from ..messages import ModelResponse, StopReason, ToolCall, ToolCallMessage, ToolCallStatus
 from .limits import Limits
@@ -25,6 +25,19 @@ except ImportError:  # pragma: no cover - orjson comes with the provider extras
 __all__ = ["Guards", "call_key", "cut_off", "exact_json", "grown_max_tokens", "unfinished_json"]
 
 
+class RecordedCall(Protocol):
+    """A call as recorded before it runs (a :class:`~tooloop.ToolCallMessage`, or a batch's slot)."""
+
+    @property
+    def tool_call_id(self) -> str: ...
+    @property
+    def tool_name(self) -> str: ...
+    @property
+    def arguments(self) -> Mapping[str, Any]: ...
+    @property
+    def raw_arguments(self) -> str | None: ...
+
+
 class Guards:
     """The counts behind the runaway guards of one run."""
 
@@ -32,15 +45,16 @@ class Guards:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self._held: tuple[ToolCallMessage, ...] = ()
+        self._held: tuple[_Held, ...] = ()
         """The calls run so far while there were at most ``max_repeats``: none can be over the bound yet,
-        so their canonical keys (a JSON parse and dump each) are not needed."""
+        so their canonical keys (a JSON parse and dump each) are not needed. Kept as they were
+        asked for (a decision may edit a call's arguments later; it is counted as asked)."""
         self._calls: dict[tuple[str, str | bytes], int] | None = None
         self._error: tuple[str, str] | None = None
         self._errors = 0
         self._empty = 0
 
-    def repeated(self, calls: Sequence[ToolCallMessage]) -> str | None:
+    def repeated(self, calls: Sequence[RecordedCall]) -> str | None:
         """Why this batch must not run because a call was already made ``max_repeats`` times, or None.
 
         ``calls`` are the batch's calls as recorded before they run (arguments parsed). The calls
@@ -50,9 +64,8 @@ class Guards:
         if bound is None:
             return None
         if self._calls is None:
-            held = (*self._held, *calls)
-            if len(held) <= bound:
-                self._held = held
+            if len(self._held) + len(calls) <= bound:
+                self._held += tuple((c.tool_call_id, c.tool_name, c.arguments, c.raw_arguments) for c in calls)
                 return None
             self._calls = _counts(self._held)
             self._held = ()
@@ -90,20 +103,28 @@ class Guards:
         return self._empty > self.limits.max_empty_responses
 
 
-def _counts(calls: Iterable[ToolCallMessage]) -> dict[tuple[str, str | bytes], int]:
+_Held = tuple[str, str, Mapping[str, Any], str | None]
+"""A call held by :class:`Guards`: its id, tool name, arguments and raw arguments."""
+
+
+def _counts(calls: Iterable[_Held]) -> dict[tuple[str, str | bytes], int]:
     counts: dict[tuple[str, str | bytes], int] = {}
-    for call in calls:
-        key = _recorded_key(call)
+    for call_id, name, arguments, raw in calls:
+        key = _key(call_id, name, arguments, raw)
         counts[key] = counts.get(key, 0) + 1
     return counts
 
 
-def _recorded_key(call: ToolCallMessage) -> tuple[str, str | bytes]:
+def _recorded_key(call: RecordedCall) -> tuple[str, str | bytes]:
     """:func:`call_key` of a call as recorded: its arguments were parsed already (text that did not
     parse as an object is keyed as :func:`call_key` keys it)."""
-    if call.raw_arguments is not None:
-        return call_key(ToolCall(call.tool_call_id, call.tool_name, call.raw_arguments))
-    return _canonical(call.tool_name, call.arguments)
+    return _key(call.tool_call_id, call.tool_name, call.arguments, call.raw_arguments)
+
+
+def _key(call_id: str, name: str, arguments: Mapping[str, Any], raw: str | None) -> tuple[str, str | bytes]:
+    if raw is not None:
+        return call_key(ToolCall(call_id, name, raw))
+    return _canonical(name, arguments)
 
 
 def call_key(call: ToolCall) -> tuple[str, str | bytes]:

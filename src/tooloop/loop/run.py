@@ -669,7 +669,7 @@ class Run:
         if self.stop_reason is not None or flagged or spent:
             await self._refuse_batch(slots, response)
             return
-        repeated = self.guards.repeated([slot.template for slot in slots])
+        repeated = self.guards.repeated(slots)
         if repeated is not None:
             self._stop(StopReason.REPEATED_CALL)
             await self._refuse_batch(slots, response, repeated)
@@ -705,7 +705,7 @@ class Run:
         loader = self.loader
         assert loader is not None
         for slot in slots:
-            name = slot.template.tool_name
+            name = slot.tool_name
             if name == SEARCH_TOOL or name in loader.loaded or name not in self.tools:
                 continue
             loader.load(name)
@@ -855,8 +855,7 @@ def _arguments_text(arguments: Mapping[str, Any] | str) -> str:
 
 
 def _as_call(slot: Slot) -> ToolCall:
-    template = slot.template
-    return ToolCall(template.tool_call_id, template.tool_name, template.arguments)
+    return ToolCall(slot.tool_call_id, slot.tool_name, slot.arguments)
 
 
 def _opens_turn(message: Message, turn_id: str) -> bool:

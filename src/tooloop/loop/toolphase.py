@@ -27,11 +27,13 @@ from ..events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from ..messages import (
     EMPTY,
     ContentPart,
+    FrozenDict,
     ModelResponse,
     StopReason,
     ToolCallMessage,
     ToolCallStatus,
     ToolOutput,
+    frozen_mapping,
     tool_call_message,
 )
 from ..models.base import Model
@@ -116,20 +118,122 @@ class BatchContext:
     """Calls of this batch whose subagents wait for a decision (with their requests)."""
 
 
-@dataclass(slots=True)
 class Slot:
-    """One call of the batch while it is being decided and run."""
+    """One call of the batch while it is being decided and run.
 
-    template: ToolCallMessage
-    tool: Tool | None
-    limit: int | None = None
-    """``Limits.max_tool_result_chars``: what the model is told is cut to this, errors included."""
-    kwargs: dict[str, Any] | None = None
-    outcome: ToolCallMessage | None = None
-    hooked: bool = False
-    """``after_tool_call`` was called for this call (it is called once, whatever the outcome)."""
-    closed: bool = False
-    """``ToolCallFinished`` was emitted (or the call was closed by an earlier run)."""
+    The call as recorded before it runs (:attr:`template`, status ``STARTED``) is made only when
+    something asks for it (a hook's snapshot, the journal, an approval); its outcome is made from
+    the model's response directly, one message per call.
+    """
+
+    __slots__ = (
+        "_index",
+        "_response",
+        "_template",
+        "arguments",
+        "batch_id",
+        "closed",
+        "hooked",
+        "kwargs",
+        "limit",
+        "outcome",
+        "raw_arguments",
+        "tool",
+        "tool_call_id",
+        "tool_name",
+    )
+
+    def __init__(
+        self,
+        tool_name: str,
+        tool_call_id: str,
+        arguments: FrozenDict,
+        raw_arguments: str | None,
+        batch_id: str,
+        tool: Tool | None,
+        limit: int | None,
+        response: ModelResponse | None = None,
+        index: int = 0,
+    ) -> None:
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+        self.arguments = arguments
+        self.raw_arguments = raw_arguments
+        self.batch_id = batch_id
+        self.tool = tool
+        self.limit = limit
+        """``Limits.max_tool_result_chars``: what the model is told is cut to this, errors included."""
+        self._response = response
+        """The response that asked for the call (its ``index``-th): the rest of the call's record."""
+        self._index = index
+        self._template: ToolCallMessage | None = None
+        self.kwargs: dict[str, Any] | None = None
+        self.outcome: ToolCallMessage | None = None
+        self.hooked = False
+        """``after_tool_call`` was called for this call (it is called once, whatever the outcome)."""
+        self.closed = False
+        """``ToolCallFinished`` was emitted (or the call was closed by an earlier run)."""
+
+    @classmethod
+    def of(cls, template: ToolCallMessage, tool: Tool | None, limit: int | None) -> Slot:
+        """The slot of a call recorded as ``template`` (a stored call, status ``STARTED``)."""
+        slot = cls(
+            template.tool_name,
+            template.tool_call_id,
+            template.arguments,  # type: ignore[arg-type]  # a message's arguments are a FrozenDict
+            template.raw_arguments,
+            template.batch_id,
+            tool,
+            limit,
+        )
+        slot._template = template
+        return slot
+
+    @property
+    def template(self) -> ToolCallMessage:
+        """The call as recorded before it runs (status ``STARTED``, no result)."""
+        if self._template is None:
+            self._template = self._record(ToolCallStatus.STARTED, None, None, "", ())
+        return self._template
+
+    @template.setter
+    def template(self, template: ToolCallMessage) -> None:  # a decision that edited the arguments
+        self._template = template
+        self.arguments = template.arguments  # type: ignore[assignment]  # a FrozenDict
+
+    def _record(
+        self,
+        status: ToolCallStatus,
+        result: Any,
+        error: BaseException | None,
+        content: str,
+        parts: tuple[ContentPart, ...],
+    ) -> ToolCallMessage:
+        """The call's message with this outcome (the template's fields, or the response's)."""
+        if self._template is not None:
+            return _with_outcome(self._template, status, result, error, content, parts)
+        response, index = self._response, self._index
+        assert response is not None
+        first = index == 0
+        call_data = response.tool_calls[index].provider_data
+        return tool_call_message(
+            self.tool_name,
+            self.tool_call_id,
+            self.arguments,
+            result,
+            error,
+            response.text,
+            status,
+            content,
+            self.batch_id,
+            self.raw_arguments,
+            response.thinking if first else (),
+            (response.provider_data if first else EMPTY) if not call_data else _merge_data(first, response, call_data),
+            parts,
+            response.response_id if first else None,
+            request_usage(response.usage) if first else None,
+            response.tokens if first else None,
+        )
 
     def finish(
         self, status: ToolCallStatus, *, result: Any = None, error: BaseException | None = None
@@ -153,7 +257,7 @@ class Slot:
                 status, result, error = ToolCallStatus.ERROR, None, _unrenderable(exc)
         if error is not None:
             content, parts = render_error(error, self.limit), ()
-        self.outcome = _with_outcome(self.template, status, result, error, content, parts)
+        self.outcome = self._record(status, result, error, content, parts)
         return self.outcome
 
 
@@ -196,37 +300,30 @@ def _unrenderable(exc: Exception) -> ToolError:
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
     """A slot per call of ``response`` (to be appended at ``position`` of the transcript).
 
-    The templates carry the response's text and turn-level parts.
+    Their messages carry the response's text and turn-level parts.
     """
     slots = []
+    tools, limits = batch.tools, batch.limits
     for index, call in enumerate(response.tool_calls):
         arguments, raw, error = _parse(call.arguments)
         call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
         batch.call_ids.add(call_id)
-        first = index == 0
-        template = tool_call_message(
-            call.name,
+        name = call.name
+        slot = Slot(
+            name,
             call_id,
-            arguments,
-            None,
-            None,
-            response.text,
-            ToolCallStatus.STARTED,
-            "",
-            batch_id,
+            frozen_mapping(arguments),
             raw,
-            response.thinking if first else (),
-            _merge_data(response.provider_data if first else EMPTY, call.provider_data or EMPTY),
-            (),
-            response.response_id if first else None,
-            request_usage(response.usage) if first else None,
-            response.tokens if first else None,
+            batch_id,
+            tools.get(name),
+            limits.max_tool_result_chars,
+            response,
+            index,
         )
-        slot = Slot(template, batch.tools.get(call.name), batch.limits.max_tool_result_chars)
         if error is not None:
             slot.finish(ToolCallStatus.ERROR, error=error)
-        elif index >= batch.limits.max_tool_calls_per_turn:
-            limit = batch.limits.max_tool_calls_per_turn
+        elif index >= limits.max_tool_calls_per_turn:
+            limit = limits.max_tool_calls_per_turn
             slot.finish(
                 ToolCallStatus.ERROR,
                 error=ToolError(f"not run: at most {limit} tool calls run per response; ask again for the rest"),
@@ -244,7 +341,7 @@ def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext, *
     slots = []
     for message in calls:
         template = replace(message, status=ToolCallStatus.STARTED, content="")
-        slot = Slot(template, batch.tools.get(message.tool_name), batch.limits.max_tool_result_chars)
+        slot = Slot.of(template, batch.tools.get(message.tool_name), batch.limits.max_tool_result_chars)
         if message.status.finished:
             slot.outcome, slot.hooked, slot.closed = message, True, True
         elif message.status is ToolCallStatus.STARTED and not rerun:
@@ -273,11 +370,10 @@ def _parse(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any], str | No
     return value, None, None
 
 
-def _merge_data(first: Mapping[str, Any], second: Mapping[str, Any]) -> Mapping[str, Any]:
-    if not second:
-        return first
-    merged = dict(first)
-    for key, value in second.items():
+def _merge_data(first: bool, response: ModelResponse, call_data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The provider data of a call's message: the response's (on its first call) and the call's own."""
+    merged = dict(response.provider_data) if first else {}
+    for key, value in call_data.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             merged[key] = {**merged[key], **value}
         else:
@@ -286,7 +382,7 @@ def _merge_data(first: Mapping[str, Any], second: Mapping[str, Any]) -> Mapping[
 
 
 def _check(slot: Slot, batch: BatchContext) -> None:
-    name = slot.template.tool_name
+    name = slot.tool_name
     if name in batch.denied:
         slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(f"tool {name!r} is not allowed"))
         return
@@ -296,7 +392,7 @@ def _check(slot: Slot, batch: BatchContext) -> None:
         slot.finish(ToolCallStatus.ERROR, error=error)
         return
     try:
-        slot.kwargs = slot.tool.validate(slot.template.arguments)
+        slot.kwargs = slot.tool.validate(slot.arguments)
     except ToolArgumentsError as exc:
         slot.finish(ToolCallStatus.ERROR, error=exc)
 
@@ -419,11 +515,11 @@ def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = F
     """
     if batch.watch is not None and not watched:
         return _watched(slot, batch, iteration)
-    tool, template, record = slot.tool, slot.template, batch.record
+    tool, record = slot.tool, batch.record
     assert tool is not None and slot.kwargs is not None
     if record.events is not None:
-        record.emit(ToolCallStarted(template.tool_call_id, template.tool_name, template.arguments))
-    context = None if tool.context_param is None else _context(template, batch, iteration)
+        record.emit(ToolCallStarted(slot.tool_call_id, slot.tool_name, slot.arguments))
+    context = None if tool.context_param is None else _context(slot, batch, iteration)
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     record.count_call()
     # the kwargs are the slot's own copy (Tool.validate), used once
@@ -461,18 +557,18 @@ async def _watched(slot: Slot, batch: BatchContext, iteration: int) -> None:
         seen.finished(slot.outcome)
 
 
-def _context(template: ToolCallMessage, batch: BatchContext, iteration: int) -> ToolContext:
+def _context(slot: Slot, batch: BatchContext, iteration: int) -> ToolContext:
     """What the call's function is told about it (made only for a function that asks for it)."""
     return ToolContext(
-        template.tool_call_id,
-        template.tool_name,
-        template.arguments,
+        slot.tool_call_id,
+        slot.tool_name,
+        slot.arguments,
         batch.session_id,
         iteration,
         batch.token,
         batch.run_id,
         on_progress=functools.partial(
-            _progress, asyncio.get_running_loop(), batch.record.progress, template.tool_call_id, template.tool_name
+            _progress, asyncio.get_running_loop(), batch.record.progress, slot.tool_call_id, slot.tool_name
         ),
         deps=batch.deps,
         parent=batch.owner,
