@@ -7,17 +7,19 @@ status or an error event is read by :func:`read_error`.
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
 from ..portable import encode_arguments
-from .request import PROVIDER, TO_URLSAFE
+from .request import PROVIDER
 
 __all__ = ["Reader", "google_body", "read_error"]
 
@@ -46,8 +48,47 @@ _BROKEN = frozenset(
 )
 
 
+_ModelResponseDraft = draft_of(ModelResponse)
+_UsageDraft = draft_of(Usage)
+_ToolCallDraft = draft_of(ToolCall)
+
+_call_ids: Iterator[str]
+
+
+def _fresh_call_ids() -> None:
+    """Start the ids given to Gemini's function calls (it sends none; Gemini 3 may): a random
+    prefix per process, then a counter. A forked child draws a prefix of its own."""
+    global _call_ids
+    _call_ids = map(f"call_{os.urandom(8).hex()}".__add__, map(str, itertools.count(1)))
+
+
+_fresh_call_ids()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_call_ids)
+
+
 class Reader:
     """Accumulates one response from its chunks (a plain response is a single chunk)."""
+
+    __slots__ = (
+        "_span_parts",
+        "_span_thought",
+        "block",
+        "calls",
+        "emitted",
+        "finish_message",
+        "finish_reason",
+        "model",
+        "native_ids",
+        "on_event",
+        "response_id",
+        "signatures",
+        "text",
+        "text_signature",
+        "thinking",
+        "thought",
+        "usage",
+    )
 
     def __init__(self, model_name: str, on_event: EventHandler | None):
         self.on_event = on_event
@@ -57,8 +98,8 @@ class Reader:
         self.thinking: list[ThinkingPart] = []
         self.thought: list[str] = []
         self.calls: list[ToolCall] = []
-        self.signatures: dict[str, str] = {}
-        self.native_ids: list[str] = []
+        self.signatures: dict[str, str] | None = None
+        self.native_ids: list[str] | None = None
         self.text_signature: str | None = None
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
@@ -77,8 +118,6 @@ class Reader:
             self.on_event(event)
 
     def _gather(self, thought: bool, text: str) -> None:
-        if self.on_event is None:
-            return
         self.emitted = True  # it goes out at the latest when the read ends, even on a failure
         if self._span_thought != thought and self._span_parts:
             self._flush()
@@ -94,7 +133,11 @@ class Reader:
 
     def add(self, chunk: Any) -> None:
         """Read one response (or one chunk of a stream) in the wire's JSON; its deltas go out at once."""
-        self.add_all((chunk,))
+        try:
+            self._chunk(chunk)
+        finally:
+            if self._span_parts:
+                self._flush()
 
     def add_all(self, chunks: Iterable[Any]) -> None:
         """Read the chunks of one network read, in order: consecutive pieces of the text (or of
@@ -111,38 +154,57 @@ class Reader:
             raise ModelResponseError(
                 f"Gemini sent a response that is not a JSON object: {chunk!r:.200}", provider=PROVIDER
             )
-        usage = chunk.get("usageMetadata")
+        get = chunk.get
+        usage = get("usageMetadata")
         if usage is not None:
             self.usage = usage
-        version = chunk.get("modelVersion")
+        version = get("modelVersion")
         if version:
             self.model = version
-        response_id = chunk.get("responseId")
+        response_id = get("responseId")
         if response_id and isinstance(response_id, str):
             self.response_id = response_id
-        feedback = chunk.get("promptFeedback")
-        if feedback and feedback.get("blockReason"):
-            self.block = " ".join(filter(None, [feedback["blockReason"], feedback.get("blockReasonMessage")]))
-        candidates = chunk.get("candidates")
+        feedback = get("promptFeedback")
+        if feedback:
+            self._feedback(feedback)
+        candidates = get("candidates")
         if not candidates:
             return
         candidate = candidates[0]
         content = candidate.get("content")
-        for part in (content.get("parts") if content else None) or ():
-            self._part(part)
+        parts = content.get("parts") if content else None
+        if parts:
+            self._parts(parts)
         reason = candidate.get("finishReason")
         if reason:
             self.finish_reason = reason
             self.finish_message = candidate.get("finishMessage")
 
+    def _parts(self, parts: list[Any]) -> None:
+        for part in parts:
+            if len(part) == 1 and "text" in part and not self.thought:  # most of a stream: a piece of text
+                text = part["text"]
+                if text:
+                    self.text.append(text)
+                    if self.on_event is not None:
+                        self._gather(False, text)
+            else:
+                self._part(part)
+
+    def _feedback(self, feedback: dict[str, Any]) -> None:
+        if feedback.get("blockReason"):
+            self.block = " ".join(filter(None, [feedback["blockReason"], feedback.get("blockReasonMessage")]))
+
     def _part(self, part: dict[str, Any]) -> None:
-        raw = part.get("thoughtSignature")
-        signature = raw.translate(TO_URLSAFE) if raw else None  # stored as the SDK decodes it: URL-safe
+        signature = part.get("thoughtSignature")
+        if signature and ("+" in signature or "/" in signature):  # stored as the SDK decodes it: URL-safe
+            signature = signature.replace("+", "-").replace("/", "_")
         text = part.get("text")
         if part.get("thought"):
             if text:
                 self.thought.append(text)
-                self._gather(True, text)
+                if self.on_event is not None:
+                    self._gather(True, text)
             if signature:
                 self._close_thought(signature)
             return
@@ -150,11 +212,12 @@ class Reader:
             self._close_thought(None)
         call = part.get("functionCall")
         if call is not None:
-            self._call(call, signature)
+            self._call(call, signature or None)
             return
         if text:
             self.text.append(text)
-            self._gather(False, text)
+            if self.on_event is not None:
+                self._gather(False, text)
         if signature:
             self.text_signature = signature
 
@@ -164,20 +227,33 @@ class Reader:
             self.thought = []
 
     def _call(self, call: dict[str, Any], signature: str | None) -> None:
-        native = call.get("id")
-        call_id = native or f"call_{os.urandom(12).hex()}"
-        if native:
-            self.native_ids.append(native)
+        call_id = call.get("id")
+        if call_id:
+            if self.native_ids is None:
+                self.native_ids = []
+            self.native_ids.append(call_id)
+        else:
+            call_id = next(_call_ids)
         if signature:
+            if self.signatures is None:
+                self.signatures = {}
             self.signatures[call_id] = signature
-        arguments = dict(call.get("args") or {})
-        name = call.get("name")
-        self.calls.append(ToolCall(call_id, name or "", arguments))
+        arguments = call.get("args")
+        arguments = dict(arguments) if arguments else {}
+        name = call.get("name") or ""
+        made = new_draft(_ToolCallDraft)  # ToolCall(call_id, name, arguments), see tooloop._frozen
+        made.id = call_id
+        made.name = name
+        made.arguments = arguments
+        made.provider_data = None
+        made.__class__ = ToolCall
+        self.calls.append(made)
         if self.on_event is not None:
-            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, name, encode_arguments(arguments)))
+            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, call.get("name"), encode_arguments(arguments)))
 
     def finish(self, *, streamed: bool) -> ModelResponse:
-        self._close_thought(None)
+        if self.thought:
+            self._close_thought(None)
         reason = self.finish_reason
         if self.block is None and reason is None:
             if streamed:
@@ -186,7 +262,8 @@ class Reader:
         if reason in _BROKEN:
             detail = f": {self.finish_message}" if self.finish_message else ""
             raise ModelResponseError(f"Gemini stopped with {reason}{detail}", provider=PROVIDER)
-        stop = StopReason.TOOL_USE if self.calls else StopReason.END_TURN
+        calls = self.calls
+        stop = StopReason.TOOL_USE if calls else StopReason.END_TURN
         refusal = None
         if self.block is not None:
             stop, refusal = StopReason.REFUSAL, f"prompt blocked: {self.block}"
@@ -194,19 +271,27 @@ class Reader:
             stop, refusal = StopReason.REFUSAL, self.finish_message or f"response blocked: {reason}"
         elif reason == "MAX_TOKENS":
             stop = StopReason.MAX_TOKENS
-        return ModelResponse(
-            "".join(self.text),
-            tuple(self.calls),
-            stop,
-            _usage(self.usage, len(self.calls)),
-            thinking=tuple(self.thinking),
-            refusal=refusal,
-            model=self.model,
-            provider_data=self._provider_data(),
-            response_id=self.response_id,
-        )
+        text = self.text
+        # ModelResponse(...) with every field given, filled through a draft (see tooloop._frozen)
+        made = new_draft(_ModelResponseDraft)
+        made.text = text[0] if len(text) == 1 else "".join(text)
+        made.tool_calls = tuple(calls)
+        made.stop_reason = stop
+        made.usage = _usage(self.usage, len(calls))
+        made.thinking = tuple(self.thinking) if self.thinking else ()
+        made.refusal = refusal
+        made.model = self.model
+        made.provider_data = self._provider_data()
+        made.response_id = self.response_id
+        made.stop_sequence = None
+        made.tokens = None
+        made.__class__ = ModelResponse
+        response: ModelResponse = made
+        return response
 
     def _provider_data(self) -> dict[str, Any]:
+        if self.signatures is None and self.native_ids is None and not self.text_signature:
+            return {}
         data: dict[str, Any] = {}
         if self.signatures:
             data["signatures"] = self.signatures
@@ -218,16 +303,26 @@ class Reader:
 
 
 def _usage(meta: Mapping[str, Any] | None, tool_calls: int) -> Usage:
+    """``Usage(...)`` of the usage metadata, with every field given, filled through a draft (see tooloop._frozen)."""
+    made = new_draft(_UsageDraft)
     if meta is None:
-        return Usage(tool_calls=tool_calls)
-    thoughts = meta.get("thoughtsTokenCount") or 0
-    return Usage(
-        input_tokens=(meta.get("promptTokenCount") or 0) + (meta.get("toolUsePromptTokenCount") or 0),
-        output_tokens=(meta.get("candidatesTokenCount") or 0) + thoughts,
-        tool_calls=tool_calls,
-        cache_read_tokens=meta.get("cachedContentTokenCount") or 0,
-        reasoning_tokens=thoughts,
-    )
+        made.input_tokens = made.output_tokens = made.cache_read_tokens = made.reasoning_tokens = 0
+    else:
+        get = meta.get
+        thoughts = get("thoughtsTokenCount") or 0
+        made.input_tokens = (get("promptTokenCount") or 0) + (get("toolUsePromptTokenCount") or 0)
+        made.output_tokens = (get("candidatesTokenCount") or 0) + thoughts
+        made.cache_read_tokens = get("cachedContentTokenCount") or 0
+        made.reasoning_tokens = thoughts
+    made.requests = 0
+    made.tool_calls = tool_calls
+    made.cache_write_tokens = 0
+    made.cost = None
+    made.estimated = False
+    made.cache_write_1h_tokens = 0
+    made.__class__ = Usage
+    usage: Usage = made
+    return usage
 
 
 def google_body(error: StatusError | StreamError) -> Any:
