@@ -27,7 +27,7 @@ from ...messages import (
 )
 from ...outcome import for_model, native_parts
 from ..base import MemoKey, ModelRequest, ModelSettings, ToolDefinition
-from ..portable import BatchMemo, ToolBatch, Turn, batch_memo, own_thinking, turns
+from ..portable import BatchMemo, ToolBatch, batch_memo, own_thinking, turns
 
 __all__ = ["PROVIDER", "TO_URLSAFE", "GeminiRequest", "generation", "with_extra"]
 
@@ -64,7 +64,7 @@ class GeminiRequest:
         return body
 
     def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
-        if tools is not self._tools_in:  # the loop sends the same tuple every turn
+        if tools != self._tools_in:  # the same definitions in every request (compared by identity first)
             # The SDK writes a declaration's fields with their proto names (parameters_json_schema).
             declarations = [
                 {"name": t.name, "description": t.description, "parameters_json_schema": dict(t.parameters)}
@@ -89,32 +89,28 @@ def _contents(
     contents: list[dict[str, Any]] = []
     system: list[str] = []
     for item in turns(messages):
-        if isinstance(item, SystemMessage):
-            system.append(item.text)
-            continue
         if isinstance(item, ToolBatch):
             made = batches.get(item.calls)
             if made is None:
                 made = batches.put(item.calls, _batch_contents(item, sign_foreign))
-            for content in made:
-                _add(contents, content["role"], list(content["parts"]))  # a copy: merging extends the list
-            continue
-        for content in _turn(item, sign_foreign):
-            _add(contents, content["role"], content["parts"])
+            calls, results = made
+            if contents and contents[-1]["role"] == "model":  # model text just before: one turn
+                contents[-1]["parts"].extend(calls["parts"])
+            else:
+                contents.append(calls)
+            # The remembered turns go in as they are: ``_add`` never extends a turn that is not the
+            # last one, nor a tool results turn (user text after one gets a turn of its own).
+            contents.append(results)
+        elif isinstance(item, UserMessage):
+            parts = [_user_part(part) for part in item.parts] if item.parts else [{"text": item.text}]
+            _add(contents, "user", parts)
+        elif isinstance(item, AssistantMessage):
+            _add(contents, "model", _assistant_parts(item))
+        elif isinstance(item, SystemMessage):
+            system.append(item.text)  # gathered into ``system_instruction`` by the caller
+        else:
+            assert_never(item)
     return contents, system
-
-
-def _turn(item: Turn, sign_foreign: bool) -> list[dict[str, Any]]:
-    if isinstance(item, UserMessage):
-        parts = [_user_part(part) for part in item.parts] if item.parts else [{"text": item.text}]
-        return [{"role": "user", "parts": parts}]
-    if isinstance(item, AssistantMessage):
-        return [{"role": "model", "parts": _assistant_parts(item)}]
-    if isinstance(item, ToolBatch):
-        return _batch_contents(item, sign_foreign)
-    if isinstance(item, SystemMessage):
-        return []  # gathered into ``system_instruction`` by the caller
-    assert_never(item)
 
 
 def _user_part(part: UserPart) -> dict[str, Any]:
