@@ -23,6 +23,7 @@ import math
 import os
 import platform
 import re
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError, ProviderError
@@ -169,18 +170,43 @@ class GeminiModel(ProviderModel):
         """``"lean"`` or ``"sdk"``: the path this model's requests take."""
         return "sdk" if self._translate is not None else "lean"
 
-    async def _send(
+    def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
+    ) -> Awaitable[ModelResponse]:
+        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
+        # waiting conversation.
         body = self._request.body(request, settings)
         if settings.cache == "explicit" and "cachedContent" not in settings.extra:
-            body = await self._explicit.apply(body, settings.cache_ttl, self._channel.create_cache, self._cache_error)
-        sent = self._channel.prepare(body, settings.extra)
+            return self._send_cached(body, settings, stream, on_event)
+        return self._attempts_of(self._channel.prepare(body, settings.extra), stream, on_event)
+
+    async def _send_cached(
+        self, body: dict[str, Any], settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        body = await self._explicit.apply(body, settings.cache_ttl, self._channel.create_cache, self._cache_error)
+        return await self._attempts_of(self._channel.prepare(body, settings.extra), stream, on_event)
+
+    async def _attempts_of(self, sent: dict[str, Any], stream: bool, on_event: EventHandler | None) -> ModelResponse:
+        channel = self._channel
+        shown = channel.shown(sent) if listening() else None
+        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
+        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
+        # collector. Every attempt sends the same bytes.
+        payload: Any = channel.encode(sent)  # bytes, or the dicts themselves for the SDK
+        del sent
         attempt = 0
         while True:
             reader = Reader(self._name, on_event)
             try:
-                return await self._once(sent, stream, reader)
+                if shown is not None:
+                    self._sent(shown)
+                if stream:
+                    return await self._streamed(payload, reader, shown is not None)
+                data = await channel.generate(payload)
+                if shown is not None:
+                    self._received(data)
+                reader.add(data)
+                return reader.finish(streamed=False)
             except ProviderError:
                 raise
             except Exception as exc:
@@ -193,17 +219,10 @@ class GeminiModel(ProviderModel):
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _once(self, sent: dict[str, Any], stream: bool, reader: Reader) -> ModelResponse:
-        channel = self._channel
-        self._sent(channel.shown(sent))
-        if not stream:
-            data = await channel.generate(sent)
-            self._received(data)
-            reader.add(data)
-            return reader.finish(streamed=False)
-        events = await channel.stream(sent)
+    async def _streamed(self, payload: Any, reader: Reader, shown: bool) -> ModelResponse:
+        events = await self._channel.stream(payload)
         try:
-            if listening():
+            if shown:
                 add = reader.add
                 async for chunk in self._tapped(aiter(events)):
                     add(chunk)

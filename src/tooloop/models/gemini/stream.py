@@ -131,8 +131,8 @@ class GeminiClient(Client):
         """What a payload listener sees of a request: its body."""
         return sent
 
-    async def generate(self, sent: dict[str, Any]) -> Any:
-        """One plain request; the parsed JSON answer (``{}`` for an empty body)."""
+    async def generate(self, sent: bytes) -> Any:
+        """One plain request (its body as :meth:`encode` made it); the parsed JSON answer (``{}`` for an empty body)."""
         data = await (await self.post(self._plain, sent)).read()
         return loads(data) if data.strip() else {}
 
@@ -141,6 +141,6 @@ class GeminiClient(Client):
         data = await (await self.post(self._caches, resource)).read()
         return loads(data) if data.strip() else {}
 
-    async def stream(self, sent: dict[str, Any]) -> GeminiEvents:
-        """One streamed request; its events."""
+    async def stream(self, sent: bytes) -> GeminiEvents:
+        """One streamed request (its body as :meth:`encode` made it); its events."""
         return GeminiEvents(await self.post(self._streamed, sent))
