@@ -1,10 +1,12 @@
-"""HTTP/1.1 on asyncio streams: a keep-alive pool per endpoint, one request, its response's body.
+"""HTTP/1.1 on asyncio: a keep-alive pool per endpoint, one request, its response's body.
 
 Why it exists: an SDK's request pipeline (options models, header merging, an ``httpx`` request
 and response, a connection pool that scans every connection per request) costs about ten times
 the CPU of the HTTP exchange itself, and at a thousand concurrent conversations that decides how
-many machines a rollout needs. This client does only what those endpoints need, on asyncio
-streams: a keep-alive pool per event loop (no scan: an idle list) capped at ``max_connections``
+many machines a rollout needs. This client does only what those endpoints need, on asyncio's
+transports (a protocol of its own per connection, not a stream reader and writer pair: at a
+thousand concurrent requests their objects and coroutines are a measurable share of the CPU and of
+the garbage collector's work): a keep-alive pool per event loop (no scan: an idle list) capped at ``max_connections``
 with the waiters served in turn, TLS through :mod:`ssl` trusting what the SDK's HTTP stack trusts,
 the framing (``content-length``, chunked and close-delimited bodies) by llhttp through
 ``httptools``, gzip/deflate (raw deflate too), a connect timeout and an idle timeout on every read
@@ -40,6 +42,7 @@ from .._deadline import deadline
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "ConnectTimeout",
+    "Connection",
     "Connector",
     "Endpoint",
     "Pool",
@@ -55,12 +58,164 @@ __all__ = [
 DEFAULT_MAX_CONNECTIONS = 1000
 """Connections one pool keeps open at most, as the SDKs' HTTP stack does; more requests wait their turn."""
 
-_Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-Connector = Callable[["Endpoint"], Awaitable[_Conn]]
-"""Opens a connection to an endpoint: its reader and writer."""
+Connector = Callable[["Endpoint"], Awaitable["Connection"]]
+"""Opens a connection to an endpoint (a :class:`Connection` whose ``connection_made`` was called)."""
 _BROKEN = (OSError, asyncio.IncompleteReadError)
 """What a read raises when the connection broke (a reset, a TLS failure, the end of the stream)."""
 _MAX_HEAD = 65536
+_READ_LIMIT = 2 * 1024 * 1024
+"""Bytes received and not yet read past which the connection stops reading from the socket."""
+
+
+class Connection(asyncio.Protocol):
+    """One connection's protocol: the bytes the server sent, kept until they are taken, and the
+    transport to write to.
+
+    A reader waits with :meth:`waiter` (None when there is something to take) and takes with
+    :meth:`take`: the bytes that arrived, ``b""`` once the server closed its side, or the error the
+    connection broke with. Reading from the socket pauses while more than 2 MB wait to be taken.
+    """
+
+    __slots__ = (
+        "_buffered",
+        "_closed",
+        "_data",
+        "_eof",
+        "_error",
+        "_loop",
+        "_lost",
+        "_paused",
+        "_waiter",
+        "_writable",
+        "_write_paused",
+        "transport",
+    )
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
+        self._data: list[bytes] = []
+        self._buffered = 0
+        self._eof = False
+        self._lost = False
+        self._error: BaseException | None = None
+        self._paused = False
+        self._write_paused = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self._closed: asyncio.Future[None] | None = None
+
+    # ---- what the event loop calls
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._data.append(data)
+        self._buffered += len(data)
+        if self._buffered > _READ_LIMIT and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def eof_received(self) -> None:
+        self._eof = True
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = self._lost = True
+        if exc is not None:
+            self._error = exc
+        self._wake()
+        for future in (self._writable, self._closed):
+            if future is not None and not future.done():
+                future.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        writable = self._writable
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # ---- what the pool calls
+
+    def waiter(self) -> asyncio.Future[None] | None:
+        """None when :meth:`take` has something to give (bytes, the end, an error); else a future
+        set when it has."""
+        if self._data or self._eof:
+            return None
+        waiter = self._waiter = self._loop.create_future()
+        return waiter
+
+    def take(self) -> bytes:
+        """The bytes received since the last take; ``b""`` once the server closed its side (and
+        nothing is left); the connection's error if it broke."""
+        data = self._data
+        if data:
+            self._data = []
+            self._buffered = 0
+            if self._paused:
+                self._paused = False
+                self.transport.resume_reading()
+            return data[0] if len(data) == 1 else b"".join(data)
+        if self._error is not None:
+            raise self._error
+        return b""
+
+    def at_eof(self) -> bool:
+        """True when the server closed its side and every byte it sent was taken."""
+        return self._eof and not self._data
+
+    def write(self, data: bytes) -> None:
+        """Hand ``data`` to the transport (it sends what the kernel takes and keeps the rest)."""
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        """Wait while the transport holds more than its high-water mark; an error once the connection is lost."""
+        while True:
+            if self._lost:
+                raise self._error if self._error is not None else ConnectionResetError("Connection lost")
+            if not self._write_paused:
+                return
+            writable = self._writable = self._loop.create_future()
+            await writable
+
+    def is_closing(self) -> bool:
+        """True once the connection is closed or closing."""
+        return self.transport.is_closing()
+
+    def close(self) -> None:
+        """Close the connection (what was written is still sent)."""
+        self.transport.close()
+
+    def abort(self) -> None:
+        """Close the connection now, dropping whatever is still buffered for sending."""
+        self.transport.abort()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is lost (after :meth:`close`)."""
+        if not self._lost:
+            if self._closed is None:
+                self._closed = self._loop.create_future()
+            await self._closed
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        """The transport's ``get_extra_info``."""
+        return self.transport.get_extra_info(name, default)
 
 
 class TransportError(Exception):
@@ -198,10 +353,10 @@ class Response:
 
     __slots__ = ("_conn", "_decoder", "_headers", "_parse", "_parser", "_pool", "plain_length", "status")
 
-    def __init__(self, pool: Pool, conn: _Conn, parser: httptools.HttpResponseParser, parse: _Parse) -> None:
+    def __init__(self, pool: Pool, conn: Connection, parser: httptools.HttpResponseParser, parse: _Parse) -> None:
         self.status = parse.status
         self._pool = pool
-        self._conn: _Conn | None = conn
+        self._conn: Connection | None = conn
         self._parser = parser
         self._parse = parse
         self._headers: dict[str, str] | None = None
@@ -292,7 +447,7 @@ class Response:
             if conn is None:
                 return b""
             try:  # a failure or a cancel half way: the connection cannot be reused
-                data = await self._pool.timed(conn[0].read(65536))
+                data = await self._pool.next_bytes(conn)
                 if not data:
                     self._end()
                     continue
@@ -409,10 +564,10 @@ class Pool:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_connections = max_connections
-        self._idle: list[_Conn] = []
+        self._idle: list[Connection] = []
         self._open_count = 0
         """Connections open: idle, or lent to a response."""
-        self._waiters: deque[asyncio.Future[_Conn | None]] = deque()
+        self._waiters: deque[asyncio.Future[Connection | None]] = deque()
         self._ssl: ssl.SSLContext | None = tls_context() if endpoint.tls else None
         self._elsewhere: dict[tuple[bool, str, int], Pool] = {}
 
@@ -431,22 +586,25 @@ class Pool:
             )
         return pool
 
-    async def timed(self, step: object) -> bytes:
-        """Await one read step, failing with :class:`ReadTimeout` after the idle timeout."""
+    async def next_bytes(self, conn: Connection) -> bytes:
+        """The next bytes ``conn`` received (``b""`` once the server closed it), waiting at most the
+        idle timeout: :class:`ReadTimeout` after it, :class:`TransportError` when the connection broke."""
         try:
-            if self.read_timeout is None:
-                return await step  # type: ignore[misc, no-any-return]
-            with deadline(self.read_timeout):
-                return await step  # type: ignore[misc, no-any-return]
-        except (asyncio.LimitOverrunError, *_BROKEN) as exc:
-            raise self._failure(exc) from (None if isinstance(exc, TimeoutError | asyncio.LimitOverrunError) else exc)
+            waiter = conn.waiter()
+            if waiter is not None:  # else the bytes (or the end) are there already: no wait, no deadline
+                if self.read_timeout is None:
+                    await waiter
+                else:
+                    with deadline(self.read_timeout):
+                        await waiter
+            return conn.take()
+        except _BROKEN as exc:
+            raise self._failure(exc) from (None if isinstance(exc, TimeoutError) else exc)
 
     def _failure(self, exc: BaseException) -> TransportError:
         """The transport error for what a read raised."""
         if isinstance(exc, TimeoutError):
             return ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s")
-        if isinstance(exc, asyncio.LimitOverrunError):
-            return TransportError("response header or chunk line too long")
         return TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}")
 
     async def request(self, head: bytes, body: bytes) -> Response:
@@ -459,7 +617,7 @@ class Pool:
         while True:
             if idle:  # the usual case, without a coroutine to get a connection
                 conn = idle.pop()
-                if conn[0].at_eof() or conn[1].is_closing():
+                if conn.at_eof() or conn.is_closing():
                     self._drop(conn)
                     continue
                 fresh = False
@@ -470,12 +628,12 @@ class Pool:
             except _Stale:
                 continue
 
-    async def _acquire(self) -> tuple[_Conn, bool]:
+    async def _acquire(self) -> tuple[Connection, bool]:
         """A connection (idle, else new, else the next one released) and whether it is new."""
         while True:
             while self._idle:
                 conn = self._idle.pop()
-                if conn[0].at_eof() or conn[1].is_closing():
+                if conn.at_eof() or conn.is_closing():
                     self._drop(conn)
                     continue
                 return conn, False
@@ -495,9 +653,9 @@ class Pool:
             if handed is not None:
                 return handed, False
 
-    async def _wait(self) -> _Conn | None:
+    async def _wait(self) -> Connection | None:
         """Wait in line for a released connection (or None: room to open one)."""
-        waiter: asyncio.Future[_Conn | None] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
             return await waiter
@@ -518,9 +676,9 @@ class Pool:
                 waiter.set_result(None)
                 return
 
-    def release(self, conn: _Conn, reusable: bool) -> None:
+    def release(self, conn: Connection, reusable: bool) -> None:
         """Take a connection back (``reusable`` when its response was read to the end)."""
-        if not reusable or conn[0].at_eof():
+        if not reusable or conn.at_eof():
             self._drop(conn)
             return
         while self._waiters:
@@ -530,11 +688,11 @@ class Pool:
                 return
         self._idle.append(conn)
 
-    def _drop(self, conn: _Conn, *, failed: bool = False) -> None:
+    def _drop(self, conn: Connection, *, failed: bool = False) -> None:
         if failed:  # whatever is still buffered for sending is dropped with it, now
-            conn[1].transport.abort()
+            conn.abort()
         else:
-            conn[1].close()
+            conn.close()
         self._open_count -= 1
         self._wake()
 
@@ -550,8 +708,8 @@ class Pool:
         self._idle.clear()
         for pool in self._elsewhere.values():
             pool.abandon()
-        for _, writer in idle:
-            _close_now(writer)
+        for conn in idle:
+            _close_now(conn)
 
     async def aclose(self) -> None:
         """Close every idle connection."""
@@ -560,20 +718,20 @@ class Pool:
         self._open_count -= len(idle)
         for pool in self._elsewhere.values():
             await pool.aclose()
-        for _, writer in idle:
-            writer.close()
-        for _, writer in idle:
+        for conn in idle:
+            conn.close()
+        for conn in idle:
             try:
-                await writer.wait_closed()
+                await conn.wait_closed()
             except (OSError, asyncio.CancelledError):
                 pass
 
-    async def _open(self) -> _Conn:
+    async def _open(self) -> Connection:
         endpoint = self.endpoint
         if self.connector is not None:
             opening = self.connector(endpoint)
         else:
-            opening = asyncio.open_connection(endpoint.host, endpoint.port, ssl=self._ssl, limit=_MAX_HEAD * 16)
+            opening = _connect(endpoint, self._ssl)
         try:
             if self.connect_timeout is None:
                 return await opening
@@ -587,28 +745,29 @@ class Pool:
                 raise _NoDescriptor(error) from exc
             raise error from exc
 
-    async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool) -> Response:
-        reader, writer = conn
+    async def _exchange(self, conn: Connection, head: bytes, body: bytes, *, fresh: bool) -> Response:
         try:
             if len(body) < 65536:
-                writer.write(head + body)
+                conn.write(head + body)
             else:
-                writer.write(head)
-                writer.write(body)
-                await self._drain(writer)
-            data = await self._head_bytes(reader, 0)
+                conn.write(head)
+                conn.write(body)
+                await self._drain(conn)
+            data = await self.next_bytes(conn)
             # The parser is made once the answer starts: a thousand requests waiting for their
             # answers then hold no parser each.
             parse = _Parse()
             parser = httptools.HttpResponseParser(parse)
             received = len(data)
             while True:
+                if not data:  # the server closed the connection
+                    raise self._cut(received)
                 if received > _MAX_HEAD and not parse.status:
                     raise TransportError("the response head is too long")
                 _feed(parser, parse, data)
                 if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
                     break
-                data = await self._head_bytes(reader, received)
+                data = await self.next_bytes(conn)
                 received += len(data)
             response = Response(self, conn, parser, parse)
         except TransportError as exc:
@@ -621,31 +780,22 @@ class Pool:
             raise
         return response
 
-    async def _head_bytes(self, reader: asyncio.StreamReader, received: int) -> bytes:
-        """The next bytes of the response head, within the idle timeout."""
-        try:
-            if self.read_timeout is None:
-                data = await reader.read(65536)
-            else:
-                with deadline(self.read_timeout):
-                    data = await reader.read(65536)
-        except _BROKEN as exc:
-            raise self._failure(exc) from (None if isinstance(exc, TimeoutError) else exc)
-        if not data:  # the server closed the connection
-            partial = b"-" if received else b""
-            raise self._failure(asyncio.IncompleteReadError(partial, None)) from asyncio.IncompleteReadError(
-                partial, None
-            )
-        return data
+    def _cut(self, received: int) -> TransportError:
+        """The error for a connection the server closed before the response head was complete."""
+        partial = b"-" if received else b""
+        error = self._failure(asyncio.IncompleteReadError(partial, None))
+        error.__cause__ = asyncio.IncompleteReadError(partial, None)
+        error.__suppress_context__ = True
+        return error
 
-    async def _drain(self, writer: asyncio.StreamWriter) -> None:
+    async def _drain(self, conn: Connection) -> None:
         """Wait until the kernel took what was written, for at most the idle timeout without progress."""
         try:
             if self.read_timeout is None:
-                await writer.drain()
+                await conn.drain()
             else:
                 with deadline(self.read_timeout):
-                    await writer.drain()
+                    await conn.drain()
         except TimeoutError:
             raise WriteTimeout(
                 f"{self.endpoint.url} took none of the request for {self.read_timeout:g} s (it stopped reading)"
@@ -665,14 +815,20 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def _close_now(writer: asyncio.StreamWriter) -> None:
+def _close_now(conn: Connection) -> None:
     """Close a connection whose event loop may be gone (then its socket is closed directly)."""
     try:
-        writer.close()
+        conn.close()
     except RuntimeError:  # its event loop is closed: nothing will run the transport's close
-        sock = writer.get_extra_info("socket")
+        sock = conn.get_extra_info("socket")
         if sock is not None:
-            sock.shutdown(2)  # the peer sees the end now; the descriptor goes with the transport
+            sock.shutdown(2)  # type: ignore[attr-defined]  # the peer sees the end now; the descriptor goes with the transport
+
+
+async def _connect(endpoint: Endpoint, tls: ssl.SSLContext | None) -> Connection:
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_connection(Connection, endpoint.host, endpoint.port, ssl=tls)
+    return conn
 
 
 @functools.cache

@@ -19,13 +19,11 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from .http import Endpoint
+from .http import Connection, Endpoint
 
 __all__ = ["MemoryRequest", "MemoryResponse", "MemoryTransport"]
-
-_LIMIT = 65536 * 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,46 +67,47 @@ class MemoryTransport:
         self.connections = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def connect(self, endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def connect(self, endpoint: Endpoint) -> Connection:
         """Open an in-memory connection to ``endpoint``."""
         self.connections += 1
-        reader = asyncio.StreamReader(limit=_LIMIT)
-        return reader, cast(asyncio.StreamWriter, _Writer(self, reader, self.connections))
+        conn = Connection()
+        conn.connection_made(_Socket(self, conn, self.connections))  # type: ignore[arg-type]
+        return conn
 
-    def _answer(self, request: MemoryRequest, reader: asyncio.StreamReader) -> None:
+    def _answer(self, request: MemoryRequest, conn: Connection) -> None:
         self.requests.append(request)
         answer = self.handler(request)
         if inspect.isawaitable(answer):
-            task = asyncio.get_running_loop().create_task(self._later(answer, reader))
+            task = asyncio.get_running_loop().create_task(self._later(answer, conn))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
-            _feed(answer, reader)
+            _feed(answer, conn)
 
-    async def _later(self, answer: Awaitable[MemoryResponse], reader: asyncio.StreamReader) -> None:
-        _feed(await answer, reader)
+    async def _later(self, answer: Awaitable[MemoryResponse], conn: Connection) -> None:
+        _feed(await answer, conn)
 
 
-def _feed(response: MemoryResponse, reader: asyncio.StreamReader) -> None:
+def _feed(response: MemoryResponse, conn: Connection) -> None:
     for piece in response.pieces():
-        reader.feed_data(piece)
+        conn.data_received(piece)
 
 
-class _Writer:
-    """The writing half of an in-memory connection: reads requests as a server would."""
+class _Socket:
+    """The transport of an in-memory connection: reads requests as a server would, hands the
+    answers to the connection as the event loop hands it what a socket received."""
 
-    def __init__(self, transport: MemoryTransport, reader: asyncio.StreamReader, connection: int) -> None:
+    def __init__(self, transport: MemoryTransport, conn: Connection, connection: int) -> None:
         self._server = transport
-        self._reader = reader
+        self._conn = conn
         self._connection = connection
         self._buffer = bytearray()
         self._closing = False
-        self.transport = self  # a writer's transport; abort() closes
 
     def write(self, data: bytes) -> None:
         self._buffer += data
         while (request := self._request()) is not None:
-            self._server._answer(request, self._reader)
+            self._server._answer(request, self._conn)
 
     def _request(self) -> MemoryRequest | None:
         end = self._buffer.find(b"\r\n\r\n")
@@ -127,13 +126,10 @@ class _Writer:
         method, target, _ = lines[0].split(" ", 2)
         return MemoryRequest(method, target, headers, body, self._connection)
 
-    async def drain(self) -> None:
-        return None
-
     def close(self) -> None:
         if not self._closing:
             self._closing = True
-            self._reader.feed_eof()
+            self._conn.connection_lost(None)
 
     def abort(self) -> None:
         self.close()
@@ -141,7 +137,10 @@ class _Writer:
     def is_closing(self) -> bool:
         return self._closing
 
-    async def wait_closed(self) -> None:
+    def pause_reading(self) -> None:
+        return None
+
+    def resume_reading(self) -> None:
         return None
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
