@@ -87,26 +87,26 @@ def instrument(loop: asyncio.AbstractEventLoop, c: Counters) -> None:
         return asyncio.Task(coro, loop=loop, **kwargs)
 
     loop.set_task_factory(factory)  # type: ignore[arg-type]
-    protocol = asyncio.StreamReaderProtocol
-    data_received, connection_made = protocol.data_received, protocol.connection_made
 
-    def counted_data_received(self: Any, data: bytes) -> None:
-        counts["reads"] += 1
-        data_received(self, data)
+    def counting(cls: Any, method: str, key: str) -> None:
+        original = getattr(cls, method)
 
-    def counted_connection_made(self: Any, transport: Any) -> None:
-        counts["connects"] += 1
-        connection_made(self, transport)
+        def counted(self: Any, *args: Any) -> Any:
+            counts[key] += 1
+            return original(self, *args)
 
-    protocol.data_received = counted_data_received  # type: ignore[method-assign]
-    protocol.connection_made = counted_connection_made  # type: ignore[method-assign]
-    writer_write = asyncio.StreamWriter.write
+        setattr(cls, method, counted)
 
-    def counted_write(self: Any, data: Any) -> None:
-        counts["writes"] += 1
-        writer_write(self, data)
-
-    asyncio.StreamWriter.write = counted_write  # type: ignore[method-assign]
+    counting(asyncio.StreamReaderProtocol, "data_received", "reads")  # the floors
+    counting(asyncio.StreamReaderProtocol, "connection_made", "connects")
+    counting(asyncio.StreamWriter, "write", "writes")
+    try:  # tooloop's own connections, when its transport has them
+        from tooloop.transport.http import Connection
+    except ImportError:
+        return
+    counting(Connection, "data_received", "reads")
+    counting(Connection, "connection_made", "connects")
+    counting(Connection, "write", "writes")
 
 
 async def worker(name: str, url: str, level: int, n: int) -> dict[str, float]:

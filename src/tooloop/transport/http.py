@@ -762,9 +762,9 @@ class Pool:
             while True:
                 if not data:  # the server closed the connection
                     raise self._cut(received)
+                _feed(parser, parse, data)
                 if received > _MAX_HEAD and not parse.status:
                     raise TransportError("the response head is too long")
-                _feed(parser, parse, data)
                 if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
                     break
                 data = await self.next_bytes(conn)
