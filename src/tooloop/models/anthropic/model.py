@@ -17,7 +17,7 @@ table. :mod:`.sdk` is the SDK fallback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from ..base import ModelRequest, ModelSettings
 from ..error_table import timeout_error
 from ..payloads import listening
 from ..profiles import lookup_profile
-from .request import INPUT_KINDS, PROVIDER, build_body
+from .request import INPUT_KINDS, PROVIDER, AnthropicRequest
 from .response import parse_message, read_error
 from .stream import AnthropicClient, StreamReader
 
@@ -232,6 +232,7 @@ class AnthropicModel(ProviderModel):
         self._native_output = native_output
         self._native_tool_search = native_tool_search
         self._thinking = thinking
+        self._request = AnthropicRequest()
         self._plain_limit = None if plain_any_size else _PLAIN_MAX_TOKENS
         profile = lookup_profile(model_name)
         self._default_max_tokens = profile.max_output_tokens if profile else DEFAULT_MAX_TOKENS
@@ -255,11 +256,13 @@ class AnthropicModel(ProviderModel):
     def _max_tokens(self, settings: ModelSettings) -> int:
         return settings.max_tokens or self._default_max_tokens
 
-    async def _send(
+    def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
+    ) -> Awaitable[ModelResponse]:
+        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
+        # waiting conversation.
         max_tokens = self._max_tokens(settings)
-        body, output_tool = build_body(
+        body, output_tool = self._request.body(
             request,
             model=self._name,
             settings=settings,
@@ -271,20 +274,28 @@ class AnthropicModel(ProviderModel):
             body.update(settings.extra)
         if stream:
             body["stream"] = True
-            self._sent(body)
-            return await self._stream(body, on_event, output_tool)
+            return self._stream(body, on_event, output_tool)
+        return self._plain(body, max_tokens, output_tool)
+
+    async def _plain(self, body: dict[str, Any], max_tokens: int, output_tool: str | None) -> ModelResponse:
         self._sent(body)
-        data = await self._plain(body, max_tokens)
+        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
+        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
+        # collector.
+        payload = self._channel.encode(body)
+        del body
+        long = self._plain_limit is not None and max_tokens > self._plain_limit  # plain forced by settings
+        if long:
+            data = await self._long(payload, max_tokens)
+        else:
+            data = await self._channel.post_json(_PATH, payload)
         self._received(data)
         return parse_message(data, output_tool)
 
-    async def _plain(self, body: dict[str, Any], max_tokens: int) -> Any:
-        long = self._plain_limit is not None and max_tokens > self._plain_limit  # plain forced by settings
-        if not long:
-            return await self._channel.post_json(_PATH, body)
+    async def _long(self, payload: Any, max_tokens: int) -> Any:
         timeout = max(600.0, 3600.0 * max_tokens / 128_000)
         try:
-            return await self._channel.post_long(_PATH, body, timeout)
+            return await self._channel.post_long(_PATH, payload, timeout)
         except Exception as exc:
             failure = (self._translate(exc) if self._translate is not None else None) or exc
             if isinstance(failure, ReadTimeout):  # name the timeout this request had, not the usual one
@@ -296,7 +307,10 @@ class AnthropicModel(ProviderModel):
     async def _stream(
         self, body: dict[str, Any], on_event: EventHandler | None, output_tool: str | None
     ) -> ModelResponse:
-        events = await self._channel.post_stream(_PATH, body)
+        self._sent(body)
+        payload = self._channel.encode(body)
+        del body  # as in _plain: nothing of the request is kept while the answer streams
+        events = await self._channel.post_stream(_PATH, payload)
         reader = StreamReader(on_event)
         try:
             if not listening():

@@ -27,6 +27,7 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, assert_never
@@ -41,15 +42,16 @@ from ...messages import (
     TextContent,
     ThinkingPart,
     ToolCallMessage,
+    ToolCallStatus,
     UserMessage,
     UserPart,
 )
 from ...outcome import for_model, native_parts
-from ..base import MemoKey, ModelRequest, ModelSettings, OutputSchema
+from ..base import MemoKey, ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..inputs import decoded_text, refuse
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, batch_memo, own_thinking, turns
+from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
 
-__all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "build_body"]
+__all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "AnthropicRequest", "build_body"]
 
 PROVIDER = "anthropic"
 INPUT_KINDS = frozenset({"image", "document"})
@@ -74,112 +76,265 @@ def build_body(
     native_output: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """The request body, and the name of the forced output tool when native output is used."""
-    batches = batch_memo(request, _BATCHES)
-    system, messages, used_tools = convert_messages(request.messages, model, batches, tool_search=request.tool_search)
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
-    if system:
-        body["system"] = system
-    thinks = thinking is not None and thinking.get("type") != "disabled"
-    output_tool = _add_tools(body, request, used_tools, settings, native_output, thinks)
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        body["top_p"] = settings.top_p
-    if settings.stop:
-        body["stop_sequences"] = list(settings.stop)
-    if thinking is not None:
-        body["thinking"] = dict(thinking)
-    if settings.cache in (None, "auto"):
-        add_breakpoints(body, settings.cache_ttl)
-    return body, output_tool
+    return AnthropicRequest().body(
+        request, model=model, settings=settings, max_tokens=max_tokens, thinking=thinking, native_output=native_output
+    )
 
 
 MAX_BREAKPOINTS = 4
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+_MARKERS: dict[str | None, Block] = {None: {"type": "ephemeral"}, "1h": {"type": "ephemeral", "ttl": "1h"}}
+_CHOICES = {"auto": "auto", "required": "any", "none": "none"}
 
 
-def add_breakpoints(body: dict[str, Any], ttl: str | None) -> None:
-    """Mark the cacheable prefixes of ``body``: last tool, system, the two latest messages."""
-    marker: Block = {"type": "ephemeral", "ttl": ttl} if ttl == "1h" else {"type": "ephemeral"}
-    left = MAX_BREAKPOINTS
-    tools = body.get("tools")
-    at = next((i for i in range(len(tools) - 1, -1, -1) if not tools[i].get("defer_loading")), None) if tools else None
-    if tools and at is not None:
-        tools[at] = {**tools[at], "cache_control": marker}
-        left -= 1
-    system = body.get("system")
-    if isinstance(system, str) and system:
-        body["system"] = [{"type": "text", "text": system, "cache_control": marker}]
-        left -= 1
-    for message in reversed(body["messages"][-min(left, 2) :] if left else []):
+class AnthropicRequest:
+    """The request bodies of one model, its tool list built once (and again only when it changes)."""
+
+    __slots__ = ("_tools_in", "_tools_out")
+
+    def __init__(self) -> None:
+        self._tools_in: tuple[Any, ...] | None = None
+        self._tools_out: list[Block] = []
+
+    def body(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        settings: ModelSettings,
+        max_tokens: int,
+        thinking: Mapping[str, Any] | None = None,
+        native_output: bool = False,
+    ) -> tuple[dict[str, Any], str | None]:
+        """The request body, and the name of the forced output tool when native output is used."""
+        system, messages = request_messages(request, model)
+        body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+        # prompt caching: breakpoints on the last tool, the system prompt and the two latest
+        # messages (MAX_BREAKPOINTS in all)
+        cache = settings.cache
+        marker = (_MARKERS["1h" if settings.cache_ttl == "1h" else None]) if cache is None or cache == "auto" else None
+        if system:
+            body["system"] = system if marker is None else [{"type": "text", "text": system, "cache_control": marker}]
+        thinks = thinking is not None and thinking.get("type") != "disabled"
+        output_tool = None
+        if request.tools and not (native_output and request.output is not None):
+            tools = self._tools(request.tools, request.tool_search, marker)
+            body["tools"] = tools
+            body["tool_choice"] = _choice(_CHOICES[request.tool_choice], settings)
+        else:  # structured output as a forced tool, or no tools but those the history used
+            tools, output_tool = _add_tools(body, request, native_output, thinks, settings)
+            if tools and marker is not None:
+                _mark_last_tool(tools, marker)
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if settings.stop:
+            body["stop_sequences"] = list(settings.stop)
+        if thinking is not None:
+            body["thinking"] = dict(thinking)
+        if marker is not None:
+            _mark_latest(messages, marker, MAX_BREAKPOINTS - 2)
+        return body, output_tool
+
+    def _tools(self, tools: tuple[ToolDefinition, ...], tool_search: bool, marker: Block | None) -> list[Block]:
+        """The tool list (its breakpoint on the last tool not deferred), made again only when the
+        definitions, the tool search or the marker change (the same every turn of a run)."""
+        key = (tools, tool_search, marker)
+        if key != self._tools_in:  # the same definitions every turn (compared by identity first)
+            out = _tool_specs(tools, tool_search)
+            if marker is not None:
+                _mark_last_tool(out, marker)
+            self._tools_out = out
+            self._tools_in = key
+        return self._tools_out
+
+
+def _choice(kind: str, settings: ModelSettings, name: str | None = None) -> Block:
+    choice: Block = {"type": kind} if name is None else {"type": kind, "name": name}
+    if settings.parallel_tool_calls is False and kind != "none":
+        choice["disable_parallel_tool_use"] = True
+    return choice
+
+
+def _mark_last_tool(tools: list[Block], marker: Block) -> None:
+    """The breakpoint on the last tool that is not deferred (deferred ones are not in the cached prefix)."""
+    for at in range(len(tools) - 1, -1, -1):
+        if not tools[at].get("defer_loading"):
+            tools[at] = {**tools[at], "cache_control": marker}
+            return
+
+
+def _mark_latest(messages: list[dict[str, Any]], marker: Block, count: int) -> None:
+    """Breakpoints on the last markable block of the ``count`` latest messages; those messages are
+    replaced by marked copies (the others may be shared with the conversation's later requests)."""
+    for index in range(len(messages) - 1, max(len(messages) - count, 0) - 1, -1):
+        message = messages[index]
         blocks = message["content"]
-        at = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i].get("type") not in _UNMARKABLE), None)
-        if at is not None:
-            blocks[at] = {**blocks[at], "cache_control": marker}
+        for at in range(len(blocks) - 1, -1, -1):
+            if blocks[at].get("type") not in _UNMARKABLE:
+                marked = list(blocks)
+                marked[at] = {**blocks[at], "cache_control": marker}
+                messages[index] = {"role": message["role"], "content": marked}
+                break
 
 
 def convert_messages(
     messages: Sequence[Message], model: str, batches: BatchMemo[_Batch], *, tool_search: bool = False
-) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """``(system text, Anthropic messages, names of tools used in the history)``; ``batches``: the
-    run's tool batches already converted; ``tool_search``: the request has the tool search tool
-    (else the search's blocks of earlier answers are left out)."""
+) -> tuple[str, list[dict[str, Any]]]:
+    """``(system text, Anthropic messages)``; ``batches``: the run's tool batches already converted
+    (a batch's messages are the very dicts made for the run's first request that sent it: change
+    none of them); ``tool_search``: the request has the tool search tool (else the search's blocks
+    of earlier answers are left out)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    used: dict[str, None] = {}
-    ids = IdMapper("a-zA-Z0-9_-", 64, "toolu_")
+    _convert(messages, model, batches, tool_search, system, out, _ids())
+    return "\n\n".join(system), out
+
+
+def _ids() -> IdMapper:
+    """The ids as Anthropic takes them (a rewrite depends on the id alone)."""
+    return IdMapper("a-zA-Z0-9_-", 64, "toolu_")
+
+
+_Batch = tuple[dict[str, Any], ...]
+
+
+class _RunPart(BatchMemo[_Batch]):
+    """What a run keeps for its Anthropic requests: the tool batches already converted, and what
+    its latest request sent (its messages, and the system texts and Anthropic messages they
+    became, before breakpoints). The next request of the run sends the same messages and a few
+    more, and only those are converted."""
+
+    __slots__ = ("ids", "messages", "out", "system", "tool_search")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids = _ids()
+        self.messages: tuple[Message, ...] = ()
+        self.system: list[str] = []
+        self.out: list[dict[str, Any]] = []
+        self.tool_search = False
+
+
+_RUN: MemoKey[_RunPart] = MemoKey("anthropic")
+
+
+def request_messages(request: ModelRequest, model: str) -> tuple[str, list[dict[str, Any]]]:
+    """:func:`convert_messages` for ``request``, converting only what the run's previous request
+    did not send (a new list: the caller may change it, not the dicts in it)."""
+    memo = request.memo
+    if memo is None:
+        return convert_messages(request.messages, model, BatchMemo(), tool_search=request.tool_search)
+    run = memo.part(_RUN, _RunPart)
+    messages = tuple(request.messages)
+    done = _already_sent(run, messages, request.tool_search)
+    system = list(run.system) if done else []
+    out = list(run.out) if done else []
+    _convert(messages[done:] if done else messages, model, run, request.tool_search, system, out, run.ids)
+    run.messages, run.system, run.out, run.tool_search = messages, system, out, request.tool_search
+    return "\n\n".join(system), list(out)
+
+
+def _already_sent(sent: _RunPart, messages: tuple[Message, ...], tool_search: bool) -> int:
+    """How many of ``messages`` the previous request sent as they start: all of its messages
+    when they are the very start of ``messages`` (and do not end inside a batch going on)."""
+    before = sent.messages
+    count = len(before)
+    if not count or count > len(messages) or sent.tool_search != tool_search:
+        return 0
+    if not all(map(operator.is_, before, messages)):
+        return 0
+    if count < len(messages):
+        last, after = before[-1], messages[count]
+        if isinstance(last, ToolCallMessage) and isinstance(after, ToolCallMessage) and last.batch_id == after.batch_id:
+            return 0  # the batch goes on: converted again as a whole
+    return count
+
+
+def _convert(
+    messages: Sequence[Message],
+    model: str,
+    batches: BatchMemo[_Batch],
+    tool_search: bool,
+    system: list[str],
+    out: list[dict[str, Any]],
+    ids: IdMapper,
+) -> None:
+    """Add what ``messages`` become to ``system`` (texts) and ``out`` (Anthropic messages, a role's
+    adjacent messages merged)."""
     for item in turns(messages):
+        if type(item) is ToolBatch:
+            for message in _batch(item, ids, tool_search, batches):
+                if out and out[-1]["role"] == message["role"]:
+                    _merge(out, message["content"])
+                else:
+                    out.append(message)
+            continue
         if isinstance(item, SystemMessage):
             if item.text.strip():
                 system.append(item.text)
             continue
-        if isinstance(item, ToolBatch):
-            turned, names = _batch(item, ids, tool_search, batches)
-            for role, blocks in turned:
-                _add(out, role, list(blocks))  # a copy: merging and cache breakpoints change the lists
-            used.update(names)
-            continue
         for role, blocks in _turn(item, ids, model, tool_search):
-            _add(out, role, blocks)
-    return "\n\n".join(system), out, list(used)
+            if not blocks:
+                continue
+            if out and out[-1]["role"] == role:
+                _merge(out, blocks)
+            else:
+                out.append({"role": role, "content": blocks})
 
 
-_Turned = list[tuple[str, list[Block]]]
-_Batch = tuple[_Turned, dict[str, None]]
-_BATCHES: MemoKey[BatchMemo[_Batch]] = MemoKey("anthropic batches")
+def _merge(out: list[dict[str, Any]], blocks: list[Block]) -> None:
+    """``blocks`` added to the last message (a new one: the last may be a batch's, which is kept)."""
+    last = out[-1]
+    out[-1] = {"role": last["role"], "content": [*last["content"], *blocks]}
+
+
+def used_tools(messages: Sequence[Message]) -> list[str]:
+    """The names of the tools the history's calls used, in order."""
+    return list(dict.fromkeys(m.tool_name for m in messages if isinstance(m, ToolCallMessage)))
 
 
 def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool, batches: BatchMemo[_Batch]) -> _Batch:
-    """What :func:`_turn` makes of a tool batch (a role's adjacent blocks already together) and
-    the names of its tools, remembered in ``batches`` for the next requests of the run, which send
-    the batch again: its messages never change, and neither do the ids (a rewrite depends on the
-    id alone)."""
+    """The messages a tool batch becomes (its assistant turn, then its results), remembered in
+    ``batches`` for the next requests of the run, which send the batch again: its messages never
+    change, and neither do the ids (a rewrite depends on the id alone)."""
     made = batches.get(item.calls, tool_search)
     if made is None:  # a batch's blocks do not depend on the model
-        turned: _Turned = []
-        for role, blocks in _turn(item, ids, "", tool_search):
-            if turned and turned[-1][0] == role:
-                turned[-1][1].extend(blocks)
-            elif blocks:
-                turned.append((role, blocks))
-        made = batches.put(item.calls, (turned, dict.fromkeys(call.tool_name for call in item.calls)), tool_search)
+        first = item.calls[0]
+        if first.thinking or first.provider_data:
+            made = _merged(_turn(item, ids, "", tool_search))
+        else:  # the usual batch: text, calls, results
+            made = _plain_batch(item.calls, ids)
+        batches.put(item.calls, made, tool_search)
     return made
 
 
+def _merged(turned: list[tuple[str, list[Block]]]) -> _Batch:
+    """(role, blocks) pairs as messages, a role's adjacent blocks in one."""
+    messages: list[dict[str, Any]] = []
+    for role, blocks in turned:
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        elif blocks:
+            messages.append({"role": role, "content": blocks})
+    return tuple(messages)
+
+
+def _plain_batch(calls: Sequence[ToolCallMessage], ids: IdMapper) -> _Batch:
+    """What :func:`_turn` makes of a batch without thinking or kept blocks, made directly."""
+    uses = _text(calls[0].message)
+    results: list[Block] = []
+    for call in calls:
+        call_id = ids(call.tool_call_id)
+        arguments = {} if call.raw_arguments is not None else dict(call.arguments)
+        uses.append({"type": "tool_use", "id": call_id, "name": call.tool_name, "input": arguments})
+        results.append(_tool_result(call, call_id))
+    return {"role": "assistant", "content": uses}, {"role": "user", "content": results}
+
+
 def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:
-    """The (role, blocks) a turn becomes; adjacent ones of a role are merged by :func:`_add`."""
-    if isinstance(item, ToolBatch):
-        kept = _kept_content(item.first.provider_data)
-        if kept is not None:
-            return [
-                ("assistant", _replayed(kept, item.calls, ids, tool_search)),
-                ("user", [_tool_result(call, ids) for call in item.calls]),
-            ]
-        return [
-            ("assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)]),
-            ("assistant", [_tool_use(call, ids) for call in item.calls]),
-            ("user", [_tool_result(call, ids) for call in item.calls]),
-        ]
+    """The (role, blocks) a turn becomes; adjacent ones of a role end up in one message."""
     if isinstance(item, UserMessage):
         if item.parts:
             return [("user", [block for part in item.parts for block in _user_blocks(part, model)])]
@@ -189,6 +344,16 @@ def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> l
         if kept is not None:
             return [("assistant", _replayed(kept, (), ids, tool_search))]
         return [("assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])]
+    if isinstance(item, ToolBatch):
+        kept = _kept_content(item.first.provider_data)
+        results = [_tool_result(call, ids(call.tool_call_id)) for call in item.calls]
+        if kept is not None:
+            return [("assistant", _replayed(kept, item.calls, ids, tool_search)), ("user", results)]
+        return [
+            ("assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)]),
+            ("assistant", [_tool_use(call, ids) for call in item.calls]),
+            ("user", results),
+        ]
     if isinstance(item, SystemMessage):
         return []  # gathered into the top-level ``system`` field by the caller
     assert_never(item)
@@ -264,15 +429,6 @@ def _document(part: DocumentContent, label: str) -> Block:
     return block
 
 
-def _add(out: list[dict[str, Any]], role: str, blocks: list[Block]) -> None:
-    if not blocks:
-        return
-    if out and out[-1]["role"] == role:
-        out[-1]["content"].extend(blocks)
-    else:
-        out.append({"role": role, "content": blocks})
-
-
 def _text(text: str) -> list[Block]:
     return [{"type": "text", "text": text}] if text.strip() else []
 
@@ -294,14 +450,19 @@ def _tool_use(call: ToolCallMessage, ids: IdMapper) -> Block:
     return {"type": "tool_use", "id": ids(call.tool_call_id), "name": call.tool_name, "input": arguments}
 
 
-def _tool_result(call: ToolCallMessage, ids: IdMapper) -> Block:
-    outcome = for_model(call)
-    block: Block = {"type": "tool_result", "tool_use_id": ids(call.tool_call_id), "is_error": outcome.is_error}
-    native = native_parts(outcome, _IMAGE_TYPES)
-    if native is not None:
-        block["content"] = [_result_block(part) for part in native]
-    elif outcome.text.strip():
-        block["content"] = outcome.text
+def _tool_result(call: ToolCallMessage, call_id: str) -> Block:
+    if call.status is ToolCallStatus.OK and not call.parts:  # the usual outcome: its text as it is
+        text, is_error = call.content, False
+    else:
+        outcome = for_model(call)
+        native = native_parts(outcome, _IMAGE_TYPES)
+        if native is not None:
+            content = [_result_block(part) for part in native]
+            return {"type": "tool_result", "tool_use_id": call_id, "is_error": outcome.is_error, "content": content}
+        text, is_error = outcome.text, outcome.is_error
+    block: Block = {"type": "tool_result", "tool_use_id": call_id, "is_error": is_error}
+    if text.strip():
+        block["content"] = text
     return block
 
 
@@ -314,23 +475,29 @@ def _result_block(part: TextContent | ImageContent) -> Block:
     return {"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.data}}
 
 
-def _add_tools(
-    body: dict[str, Any],
-    request: ModelRequest,
-    used_tools: list[str],
-    settings: ModelSettings,
-    native_output: bool,
-    thinks: bool,
-) -> str | None:
-    tools: list[Block] = [dict(SEARCH_TOOL)] if request.tool_search and request.tools else []
-    for tool in request.tools:
+def _tool_specs(tools: Sequence[ToolDefinition], tool_search: bool) -> list[Block]:
+    specs: list[Block] = [dict(SEARCH_TOOL)] if tool_search and tools else []
+    for tool in tools:
         spec: Block = {"name": tool.name, "description": tool.description, "input_schema": dict(tool.parameters)}
         if tool.strict is not None:
             spec["strict"] = tool.strict
-        if tool.defer_loading and request.tool_search:
+        if tool.defer_loading and tool_search:
             spec["defer_loading"] = True
-        tools.append(spec)
-    choice: Block = {"type": {"auto": "auto", "required": "any", "none": "none"}[request.tool_choice]}
+        specs.append(spec)
+    return specs
+
+
+def _add_tools(
+    body: dict[str, Any],
+    request: ModelRequest,
+    native_output: bool,
+    thinks: bool,
+    settings: ModelSettings,
+) -> tuple[list[Block], str | None]:
+    """The tools of a request with native output (the output tool after the others) or without
+    tools (those the history used, declared so it can be read); the output tool's name."""
+    tools = _tool_specs(request.tools, request.tool_search)
+    choice = _CHOICES[request.tool_choice]
     output_tool = None
     if native_output and request.output is not None:
         output_tool = _output_tool_name(request.output, {t["name"] for t in tools})
@@ -338,22 +505,17 @@ def _add_tools(
         # With other tools the model must call one of them or the output tool: never free text.
         # Extended thinking allows only auto/none, so then the output tool is merely offered.
         has_tools = bool(request.tools) and request.tool_choice != "none"
-        if thinks:
-            choice = {"type": "auto"}
-        else:
-            choice = {"type": "any"} if has_tools else {"type": "tool", "name": output_tool}
-    if not tools and used_tools:
+        choice = "auto" if thinks else "any" if has_tools else "tool"
+    if not tools:
         tools = [
             {"name": name, "description": _HISTORY_TOOL_DESCRIPTION, "input_schema": {"type": "object"}}
-            for name in used_tools
+            for name in used_tools(request.messages)
         ]
-        choice = {"type": "none"}
+        choice = "none"
     if tools:
-        if settings.parallel_tool_calls is False and choice["type"] != "none":
-            choice["disable_parallel_tool_use"] = True
         body["tools"] = tools
-        body["tool_choice"] = choice
-    return output_tool
+        body["tool_choice"] = _choice(choice, settings, output_tool if choice == "tool" else None)
+    return tools, output_tool
 
 
 def _output_tool_name(output: OutputSchema, taken: set[str]) -> str:
