@@ -24,7 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from ...errors import ConfigurationError
-from ...messages import Message, ModelResponse, Tokens, ids_bytes, response_messages
+from ...messages import Message, ModelResponse, Tokens, as_read, ids_bytes, response_messages, settled
 from .chunks import Chunk
 from .response import parse_completion
 
@@ -92,7 +92,9 @@ def compacted(response: ModelResponse, previous: Tokens | None, heads: PromptHea
 def kept(tokens: Tokens, previous: Tokens | None, heads: PromptHeads | None) -> Tokens:
     """``tokens`` as :func:`compacted` keeps them (unchanged when they are kept so already)."""
     tokens = tokens.continuing(previous)
-    return tokens if heads is None or tokens.extends is not None else heads.share(tokens)
+    if heads is not None and tokens.extends is None:
+        tokens = heads.share(tokens)
+    return settled(tokens)
 
 
 _SHARED_MIN = 64 * 4
@@ -129,7 +131,7 @@ class PromptHeads:
         size = _common_start(prompt, last)
         heads = tuple(head for head in heads if head.prompt_length * 4 <= size)  # those still starts of both
         if size >= _SHARED_MIN and len(heads) < _MAX_HEADS and (not heads or heads[-1].prompt_length * 4 < size):
-            heads += (Tokens(prompt[:size]),)
+            heads += (as_read(prompt[:size], b"", b"", None),)  # held as they are: read by every continuing check
         if len(self._seen) >= _MAX_KEYS and key not in self._seen:
             self._seen.clear()
         self._seen[key] = (prompt, heads)
@@ -272,7 +274,7 @@ def checked(prompt: Any, completion: Any, logprobs: Any, response: ModelResponse
         else:
             packed, trouble = _packed(logprobs)
             problem = problem or trouble
-    return Tokens(prompt_bytes, completion_bytes, packed, problem)
+    return as_read(prompt_bytes, completion_bytes, packed, problem)
 
 
 def _packed(logprobs: Any) -> tuple[bytes, str | None]:
