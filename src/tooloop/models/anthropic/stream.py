@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from ...errors import ProviderConnectionError
@@ -93,11 +94,12 @@ class StreamReader:
             if self._span_parts:
                 self._flush()
 
-    def feed_parsed(self, names: Sequence[bytes], events: list[Any]) -> None:
-        """:meth:`feed_all` for the events of one network read already parsed, their names as sent."""
+    def feed_parsed(self, heads: Sequence[bytes], events: list[Any]) -> None:
+        """:meth:`feed_all` for the events of one network read already parsed, with their
+        ``event:`` lines as sent (a name is read from one only for data without a type)."""
         try:
-            for name, data in zip(names, events, strict=True):
-                self._event(name, data)
+            for head, data in zip(heads, events, strict=True):
+                self._event(head[7:], data)
         finally:
             if self._span_parts:
                 self._flush()
@@ -233,20 +235,20 @@ class LeanEvents:
 
     async def feed(self, reader: StreamReader) -> None:
         """Hand ``reader`` the events of each network read until the end of the body: the usual
-        piece (named one-line events) parsed in one call, any other event by event."""
+        piece (whole named one-line events) parsed in one call, any other event by event."""
         response = self._response
         decoder = SSEDecoder()
+        clean = True  # the decoder holds nothing: a piece starting with an event starts one
+        carriage = False  # a CR came: line ends are the decoder's to read from then on
         while piece := await response.piece():
-            found = decoder.named(piece)
-            if found is not None:
-                names, datas = zip(*found, strict=True) if found else ((), ())
-                parsed = _parsed(datas)
-                if parsed is not None:
-                    reader.feed_parsed(names, parsed)
+            if clean:
+                found = _usual_events(piece)
+                if found is not None:
+                    reader.feed_parsed(*found)
                     continue
-                events: list[tuple[str | None, bytes]] = [(name.decode(), data) for name, data in found]
-            else:
-                events = decoder.feed(piece)
+            events = decoder.feed(piece)
+            carriage = carriage or _CR in piece
+            clean = not carriage and piece[-2:] == b"\n\n"  # then the decoder kept nothing
             if events:
                 reader.feed_all(events)
 
@@ -258,16 +260,29 @@ class LeanEvents:
         self._response.close()
 
 
-def _parsed(datas: Sequence[bytes]) -> list[Any] | None:
-    """The JSON of every event's data in one call; None when one of them is not one JSON value
-    (or only the standard library reads it), to be read one by one."""
-    if not datas:
+_CR = 0x0D
+_EVENT = b"event: "
+_DATA = b"data: "
+
+
+def _usual_events(piece: bytes) -> tuple[list[bytes], list[Any]] | None:
+    """The usual piece, whole ``event:`` + one-line ``data:`` events and nothing else, as the
+    events' ``event:`` lines and their data parsed in one call; None for any other piece (or data
+    that only the standard library reads), to be read by the general decoder."""
+    if not piece.startswith(_EVENT) or piece[-2:] != b"\n\n" or _CR in piece:
         return None
+    lines = piece.split(b"\n")  # event, data, blank, ... and the empty rest after the last blank line
+    heads, datas = lines[0:-1:3], lines[1::3]
+    if len(lines) % 3 != 1 or any(lines[2::3]):
+        return None
+    if not all(map(bytes.startswith, heads, repeat(_EVENT))) or not all(map(bytes.startswith, datas, repeat(_DATA))):
+        return None
+    # a line holds no line end, so "\ndata: " is found only where two data lines were joined
     try:
-        events = fast_loads(b"[" + b",".join(datas) + b"]")
+        events = fast_loads(b"[" + b"\n".join(datas)[6:].replace(b"\ndata: ", b",") + b"]")
     except ValueError:
         return None
-    return events if len(events) == len(datas) else None
+    return (heads, events) if len(events) == len(datas) else None
 
 
 class AnthropicClient(Client):
