@@ -613,29 +613,73 @@ class Pool:
         A reused connection that turns out closed or reset before any answer came is a stale one:
         the request goes again on another, as the SDK's HTTP stack does.
         """
-        idle = self._idle
+        # One coroutine from the connection to the response's head: at a thousand requests in
+        # flight every frame more is an object more that waits (and that the collector walks).
         while True:
-            if idle:  # the usual case, without a coroutine to get a connection
-                conn = idle.pop()
-                if conn.at_eof() or conn.is_closing():
-                    self._drop(conn)
-                    continue
-                fresh = False
+            found = self._reuse()  # the usual case, without a coroutine to get a connection
+            if found is not None:
+                conn, fresh = found, False
             else:
                 conn, fresh = await self._acquire()
             try:
-                return await self._exchange(conn, head, body, fresh=fresh)
-            except _Stale:
-                continue
+                if len(body) < 65536:
+                    conn.write(head + body)
+                else:
+                    conn.write(head)
+                    conn.write(body)
+                    await self._drain(conn)
+                waiter = conn.waiter()
+                if waiter is not None:  # the usual case: the answer is still to come
+                    try:
+                        if self.read_timeout is None:
+                            await waiter
+                        else:
+                            with deadline(self.read_timeout):
+                                await waiter
+                    except TimeoutError as exc:
+                        raise self._failure(exc) from None
+                parser, parse, data = self._answer_starts(conn)
+                if parse.status < 200:  # the head is not all there (or a 1xx came first)
+                    await self._rest_of_head(conn, parser, parse, data)
+                return Response(self, conn, parser, parse)
+            except TransportError as exc:
+                self._drop(conn, failed=True)
+                if not fresh and _nothing_received(exc):
+                    continue  # a stale connection: the request goes again on another
+                raise
+            except BaseException:
+                self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
+                raise
+
+    def _answer_starts(self, conn: Connection) -> tuple[httptools.HttpResponseParser, _Parse, bytes]:
+        """The parser of the answer whose first bytes arrived, fed with them; and the bytes."""
+        try:
+            data = conn.take()
+        except _BROKEN as exc:
+            raise self._failure(exc) from exc
+        # The parser is made once the answer starts: a thousand requests waiting for their
+        # answers then hold no parser each.
+        parse = _Parse()
+        parser = httptools.HttpResponseParser(parse)
+        if data:
+            _feed(parser, parse, data)
+        return parser, parse, data
+
+    def _reuse(self) -> Connection | None:
+        """An idle connection still open, if there is one (the closed ones found are dropped)."""
+        idle = self._idle
+        while idle:
+            conn = idle.pop()
+            if not (conn.at_eof() or conn.is_closing()):
+                return conn
+            self._drop(conn)
+        return None
 
     async def _acquire(self) -> tuple[Connection, bool]:
         """A connection (idle, else new, else the next one released) and whether it is new."""
         while True:
-            while self._idle:
-                conn = self._idle.pop()
-                if conn.at_eof() or conn.is_closing():
-                    self._drop(conn)
-                    continue
+            conn = self._reuse()
+            if conn is not None:
                 return conn, False
             if self._open_count < self.max_connections:
                 self._open_count += 1
@@ -745,40 +789,22 @@ class Pool:
                 raise _NoDescriptor(error) from exc
             raise error from exc
 
-    async def _exchange(self, conn: Connection, head: bytes, body: bytes, *, fresh: bool) -> Response:
-        try:
-            if len(body) < 65536:
-                conn.write(head + body)
-            else:
-                conn.write(head)
-                conn.write(body)
-                await self._drain(conn)
+    async def _rest_of_head(
+        self, conn: Connection, parser: httptools.HttpResponseParser, parse: _Parse, data: bytes
+    ) -> None:
+        """Read until the answer's head is complete; ``data``, the first bytes, were fed already."""
+        received = len(data)
+        while True:
+            if not data:  # the server closed the connection
+                raise self._cut(received)
+            if received > _MAX_HEAD and not parse.status:
+                raise TransportError("the response head is too long")
+            if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
+                return
             data = await self.next_bytes(conn)
-            # The parser is made once the answer starts: a thousand requests waiting for their
-            # answers then hold no parser each.
-            parse = _Parse()
-            parser = httptools.HttpResponseParser(parse)
-            received = len(data)
-            while True:
-                if not data:  # the server closed the connection
-                    raise self._cut(received)
+            received += len(data)
+            if data:
                 _feed(parser, parse, data)
-                if received > _MAX_HEAD and not parse.status:
-                    raise TransportError("the response head is too long")
-                if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
-                    break
-                data = await self.next_bytes(conn)
-                received += len(data)
-            response = Response(self, conn, parser, parse)
-        except TransportError as exc:
-            self._drop(conn, failed=True)
-            if not fresh and _nothing_received(exc):
-                raise _Stale from exc
-            raise
-        except BaseException:
-            self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
-            raise
-        return response
 
     def _cut(self, received: int) -> TransportError:
         """The error for a connection the server closed before the response head was complete."""
@@ -879,7 +905,3 @@ def _nothing_received(exc: TransportError) -> bool:
     if isinstance(cause, asyncio.IncompleteReadError):
         return not cause.partial
     return isinstance(cause, ConnectionError) and not isinstance(exc, ReadTimeout)
-
-
-class _Stale(Exception):
-    """A reused keep-alive connection turned out to be closed before any answer came."""
