@@ -8,6 +8,7 @@ the SDK puts them (:func:`with_extra`).
 from __future__ import annotations
 
 import base64
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
@@ -22,12 +23,13 @@ from ...messages import (
     SystemMessage,
     TextContent,
     ThinkingPart,
+    ToolCallMessage,
     UserMessage,
     UserPart,
 )
 from ...outcome import for_model, native_parts
 from ..base import MemoKey, ModelRequest, ModelSettings, ToolDefinition
-from ..portable import BatchMemo, ToolBatch, batch_memo, own_thinking, turns
+from ..portable import BatchMemo, ToolBatch, own_thinking, turns
 
 __all__ = ["PROVIDER", "TO_URLSAFE", "GeminiRequest", "generation", "with_extra"]
 
@@ -47,12 +49,11 @@ class GeminiRequest:
         self._generation = generation(model_name)
         self._tools_in: tuple[ToolDefinition, ...] | None = None
         self._tools_out: list[dict[str, Any]] = []
-        self._batches: MemoKey[BatchMemo[list[dict[str, Any]]]] = MemoKey("gemini batches")
+        self._sent: MemoKey[_Sent] = MemoKey("gemini batches")
 
     def body(self, request: ModelRequest, settings: ModelSettings) -> dict[str, Any]:
         """The request body for ``request`` with the merged ``settings`` (``settings.extra`` not yet added)."""
-        batches = batch_memo(request, self._batches)
-        contents, system = _contents(request.messages, batches, sign_foreign=self._generation >= 3)
+        contents, system = self._contents(request)
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
@@ -62,6 +63,24 @@ class GeminiRequest:
                 body["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_CHOICE[request.tool_choice]}}
         body["generationConfig"] = _generation_config(request, settings, self._generation)
         return body
+
+    def _contents(self, request: ModelRequest) -> tuple[list[dict[str, Any]], list[str]]:
+        """The ``contents`` and system texts of the request's messages: in a run, those of the
+        messages its last request sent are taken as they were, and only the messages after them
+        converted (every request sends the whole history again)."""
+        sign_foreign = self._generation >= 3
+        if request.memo is None:
+            return _contents(request.messages, BatchMemo(), [], [], sign_foreign)
+        sent = request.memo.part(self._sent, _Sent)
+        messages = tuple(request.messages)  # a transcript's every index, slice and len is Python code
+        start = sent.converted(messages)
+        if start:
+            contents, system = list(sent.contents), list(sent.system)
+            _contents(messages[start:], sent, contents, system, sign_foreign)
+        else:
+            contents, system = _contents(messages, sent, [], [], sign_foreign)
+        sent.keep(messages, contents, system)
+        return contents, system
 
     def _tools(self, tools: tuple[ToolDefinition, ...]) -> list[dict[str, Any]]:
         if tools != self._tools_in:  # the same definitions in every request (compared by identity first)
@@ -81,26 +100,57 @@ def generation(model_name: str) -> int:
     return int(match.group(1)) if match else 99
 
 
+class _Sent(BatchMemo[list[dict[str, Any]]]):
+    """What one model keeps in a run's memo: its converted tool batches, and the messages the
+    run's last request sent with their ``contents`` and system texts. Nothing here is changed once
+    made (a merge of two turns makes a new one)."""
+
+    __slots__ = ("contents", "messages", "system")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: tuple[Message, ...] = ()
+        self.contents: list[dict[str, Any]] = []
+        self.system: list[str] = []
+
+    def converted(self, messages: tuple[Message, ...]) -> int:
+        """How many leading ``messages`` are those sent last (the same objects), 0 if not all of them
+        are, or if the next message continues the last one's tool batch."""
+        kept = self.messages
+        count = len(kept)
+        total = len(messages)
+        if not count or total < count or not all(map(operator.is_, kept, messages)):
+            return 0
+        if total > count:
+            after, last = messages[count], kept[-1]
+            if isinstance(after, ToolCallMessage) and isinstance(last, ToolCallMessage):
+                return 0 if after.batch_id == last.batch_id else count
+        return count
+
+    def keep(self, messages: tuple[Message, ...], contents: list[dict[str, Any]], system: list[str]) -> None:
+        self.messages = messages
+        self.contents = contents
+        self.system = system
+
+
 def _contents(
-    messages: Sequence[Message], batches: BatchMemo[list[dict[str, Any]]], *, sign_foreign: bool
+    messages: Sequence[Message],
+    batches: BatchMemo[list[dict[str, Any]]],
+    contents: list[dict[str, Any]],
+    system: list[str],
+    sign_foreign: bool,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The ``contents`` and the system texts; a tool batch's contents made once for all the requests
-    that send it (``batches``: its messages never change)."""
-    contents: list[dict[str, Any]] = []
-    system: list[str] = []
+    """``contents`` and ``system`` (the system texts) with those of ``messages`` added; a tool
+    batch's contents made once for all the requests that send it (``batches``: its messages never
+    change). No turn already in ``contents`` is changed: a merge replaces the last one."""
     for item in turns(messages):
         if isinstance(item, ToolBatch):
             made = batches.get(item.calls)
             if made is None:
                 made = batches.put(item.calls, _batch_contents(item, sign_foreign))
             calls, results = made
-            if contents and contents[-1]["role"] == "model":  # model text just before: one turn
-                contents[-1]["parts"].extend(calls["parts"])
-            else:
-                contents.append(calls)
-            # The remembered turns go in as they are: ``_add`` never extends a turn that is not the
-            # last one, nor a tool results turn (user text after one gets a turn of its own).
-            contents.append(results)
+            _add(contents, "model", calls["parts"], calls)
+            _add(contents, "user", results["parts"], results)  # after a model turn: never merged
         elif isinstance(item, UserMessage):
             parts = [_user_part(part) for part in item.parts] if item.parts else [{"text": item.text}]
             _add(contents, "user", parts)
@@ -122,23 +172,25 @@ def _user_part(part: UserPart) -> dict[str, Any]:
     assert_never(part)
 
 
-def _add(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
-    """Append a turn so that roles alternate, as Gemini requires.
+def _add(
+    contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]], made: dict[str, Any] | None = None
+) -> None:
+    """Append a turn (``made``, when it is already one) so that roles alternate, as Gemini requires.
 
-    Two turns of one role merge, except user text after tool results (a run that stopped before
-    the model answered them): Gemini reads text merged into a results turn as part of the results,
-    so a short model turn goes between them.
+    Two turns of one role merge (into a new turn: the last one may be a remembered one), except
+    user text after tool results (a run that stopped before the model answered them): Gemini reads
+    text merged into a results turn as part of the results, so a short model turn goes between them.
     """
     if not parts:
         return
     last = contents[-1] if contents else None
     if last is None or last["role"] != role:
-        contents.append({"role": role, "parts": parts})
+        contents.append(made or {"role": role, "parts": parts})
     elif role == "user" and any("functionResponse" in p for p in last["parts"]):
         contents.append({"role": "model", "parts": [{"text": _UNANSWERED}]})
-        contents.append({"role": role, "parts": parts})
+        contents.append(made or {"role": role, "parts": parts})
     else:
-        last["parts"].extend(parts)
+        contents[-1] = {"role": role, "parts": last["parts"] + parts}
 
 
 def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
