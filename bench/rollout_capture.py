@@ -1,4 +1,4 @@
-"""Token capture's cost (not a test): ``python bench/rollout_capture.py [--items N] [--turns T]``.
+"""Token capture's cost (not a test): ``python bench/rollout_capture.py [--items N] [--turns T] [--ids]``.
 
 Runs the same batch (model -> ``lookup`` tool, ``T`` times, -> answer, through the real
 OpenAI-compatible adapter) against ``tooloop.testing.token_server`` in its own process, with
@@ -51,7 +51,7 @@ def _serve(turns: int, queue: Any) -> None:
     asyncio.run(main())
 
 
-def client(url: str, capture: bool, items: int, keep: bool, concurrency: int) -> dict[str, Any]:
+def client(url: str, capture: bool | str, items: int, keep: bool, concurrency: int) -> dict[str, Any]:
     """One batch in this process; what it cost."""
     from tooloop import Agent
     from tooloop.batch import BatchItem, run_many
@@ -91,11 +91,13 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1, help="tool rounds per conversation (default 1)")
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration (default 3)")
+    parser.add_argument("--ids", action="store_true", help='capture with capture_tokens="ids" (no logprobs)')
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
         url, capture, keep = args.client.split(",")
-        print(json.dumps(client(url, capture == "1", args.items, keep == "1", args.concurrency)))
+        mode: bool | str = "ids" if capture == "ids" else capture == "1"
+        print(json.dumps(client(url, mode, args.items, keep == "1", args.concurrency)))
         return
     queue: Any = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(args.turns, queue), daemon=True)
@@ -106,7 +108,7 @@ def main() -> None:
     try:
         for keep in ("0", "1"):
             for _ in range(args.repeat):
-                for capture in ("0", "1"):
+                for capture in ("0", "ids" if args.ids else "1"):
                     command = [sys.executable, __file__, "--client", f"{url},{capture},{keep}"]
                     command += ["--items", str(args.items), "--concurrency", str(args.concurrency)]
                     line = subprocess.run(command, check=True, capture_output=True, text=True).stdout
