@@ -1098,7 +1098,7 @@ class AssistantMessage:
             object.__setattr__(self, "provider_data", frozen_mapping(self.provider_data))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallMessage:
     """One tool call together with its outcome.
 
