@@ -131,7 +131,7 @@ def test_the_run_memo_holds_the_batches_until_the_run_ends(builder: Any) -> None
     history: list[Message] = [UserMessage("go"), *_calls("a", "b", batch="1"), *_calls("c", batch="2")]
     body(history, memo)
     body(history, memo)
-    [part] = memo._parts.values()  # one model, one part
+    [part] = memo.parts()  # one model, one part
     assert isinstance(part, BatchMemo) and len(part) == 2
     memo.clear()
     assert len(memo) == 0
@@ -304,7 +304,7 @@ class Watcher:
         assert context.request is not None and context.request.memo is not None
         memo = context.request.memo
         self.memos.append(memo)
-        [part] = memo._parts.values()  # the one model of the run keeps one part
+        [part] = memo.parts()  # the one model of the run keeps one part
         self.made.append([part.get(calls, self.variant) for calls in _batches(context.request.messages)])
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..messages import Message, Usage
-from ..models.base import Model, ModelSettings
+from ..models.base import Model, ModelSettings, ToolDefinition
 from ..tools.source import ToolSource
 from ..tools.tool import Tool
 from ..transcript import Transcript
@@ -59,6 +59,11 @@ class RunConfig:
     """False: the run pauses with every call pending, as for approvals."""
     tool_search: ToolSearch | None = None
     """Past its threshold, the model gets a search tool and the tools it loaded (not all of them)."""
+    definitions: tuple[ToolDefinition, ...] = field(init=False, repr=False, compare=False)
+    """The definitions of ``tools``, in their order: made once, sent by every request of every run."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "definitions", tuple(t.definition for t in self.tools.values()))
 
 
 class SessionSource(Protocol):

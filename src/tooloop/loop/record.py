@@ -44,6 +44,9 @@ def request_usage(usage: Usage) -> Usage:
 
 
 _last_request: tuple[Usage | None, Usage] = (None, Usage())
+
+_NOTHING_YET = Usage()
+"""Every run's usage before its first request (usages are frozen: one for all runs)."""
 """The last usage :func:`request_usage` was given, and its answer (usages are frozen)."""
 
 
@@ -65,9 +68,10 @@ class Recorder:
 
     def __init__(self, transcript: Transcript, journal: Journal | None):
         self.transcript = transcript
-        self._usage = Usage()
+        self._usage = _NOTHING_YET
         self._calls = 0  # executed calls not yet in _usage: a Usage per call is made only when asked
-        self._requests: list[Usage] | None = None  # requests' usages not yet in _usage: summed when asked
+        # requests' usages not yet in _usage, summed when asked: the first alone, a list from the second
+        self._requests: Usage | list[Usage] | None = None
         self.journal = journal
         self.events: EventChannel | None = None
         """Where events go when someone streams the run (else none is made)."""
@@ -92,9 +96,10 @@ class Recorder:
     def spent(self) -> Usage:
         """The usage so far, except perhaps for the latest executed calls (they are counted when
         :attr:`usage` is asked): its tokens and cost are exact, what the limits check."""
-        if self._requests is not None:
-            requests, self._requests = self._requests, None
-            self._usage = summed(self._usage, requests)
+        requests = self._requests
+        if requests is not None:
+            self._requests = None
+            self._usage = summed(self._usage, requests if isinstance(requests, list) else (requests,))
         return self._usage
 
     def emit(self, event: Event) -> None:
@@ -165,10 +170,13 @@ class Recorder:
     def count_request(self, usage: Usage) -> None:
         """Add one model request's usage; the loop itself counts requests and executed calls."""
         counted = request_usage(usage)  # added to the total when it is asked (one sum for many requests)
-        if self._requests is None:
-            self._requests = [counted]
+        requests = self._requests
+        if requests is None:
+            self._requests = counted
+        elif isinstance(requests, list):
+            requests.append(counted)
         else:
-            self._requests.append(counted)
+            self._requests = [requests, counted]
         if self.upstream is not None:
             self.upstream.count_request(usage)
 

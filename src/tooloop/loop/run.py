@@ -58,6 +58,7 @@ from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
+from . import steering
 from .steering import Inbox, check_steering
 from .step import StepRunner
 from .toolphase import (
@@ -178,9 +179,10 @@ class Run:
         self._request: ModelRequest | None = None
         self._memo = RunMemo()  # what the model keeps for this run's later requests; emptied when it ends
         self._response: ModelResponse | None = None
-        self.tools = dict(config.tools)
+        # the agent's tools, shared by its runs; a run whose tool sources add tools has its own
+        self.tools: Mapping[str, Tool] = dict(config.tools) if config.sources else config.tools
         self.lingering = Lingering()
-        self._tool_defs = tuple(t.definition for t in config.tools.values())
+        self._tool_defs = config.definitions
         self.provider = provider_of(config.model)
         self._last_usage: Usage | None = None  # the previous request's: its cost is the next one's estimate
         self.watch: Watch | None = None
@@ -190,16 +192,16 @@ class Run:
         """A subagent's run: the path of the call running it and that tool's name (for tracers)."""
         self.outer_limit: Callable[[Usage | None], StopReason | None] | None = None
         """A subagent's parent's bounds (its ``max_cost``), checked before each request too."""
-        self.inbox = Inbox()
+        self.inbox: Inbox | None = None  # made by the first steer() (see steering)
         self.denying_undecided = False
         """Calls waiting for a decision get none: a new prompt arrived (a subagent's run inherits this)."""
         self.undelivered: tuple[str, ...] = ()
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
-        self.cache_watch = CacheWatch(config.settings)
+        self.cache_watch: CacheWatch | None = None  # made by the first response with cached input
         self._cache_key: str | None = None
         self.loader: ToolLoader | None = None  # tool search: made at the first request, from the history
         # what a batch may call: every tool, or (tool search) the search tool and every tool
-        self._runnable = self.tools if config.tool_search is None else dict(self.tools)
+        self._runnable: Mapping[str, Tool] = self.tools if config.tool_search is None else dict(self.tools)
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
@@ -230,13 +232,13 @@ class Run:
         request, never between a call and its result); sent while the model gives its final
         answer, it starts one more turn. False when the run has already ended (nothing was sent).
         """
-        return self.inbox.put(check_steering(text))
+        return steering.put(self, check_steering(text))
 
-    async def _deliver_steering(self, texts: list[str]) -> None:
+    async def _deliver_steering(self, texts: Sequence[str]) -> None:
         await self.record.add(*(UserMessage(text) for text in texts))
 
     def _end_inbox(self) -> None:
-        self.undelivered = self.inbox.close()
+        self.undelivered = steering.close(self)
 
     @property
     def session_store(self) -> Store | str | None:
@@ -422,8 +424,10 @@ class Run:
             # one, must not change the bytes of the request's prefix); new ones go last.
             ordered = {name: tools[name] for name in self.tools if name in tools}
             ordered.update(tools)
-            self.tools.clear()
-            self.tools.update(ordered)
+            own = self.tools
+            assert isinstance(own, dict)  # a run with tool sources has its own (see __init__)
+            own.clear()
+            own.update(ordered)
             self._tool_defs = tuple(t.definition for t in ordered.values())
 
     async def _begin(self) -> None:
@@ -485,9 +489,9 @@ class Run:
             if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
                 await self._final_answer()
             return
-        steering = self.inbox.take()
-        if steering:
-            await self._deliver_steering(steering)
+        sent = steering.take(self)
+        if sent:
+            await self._deliver_steering(sent)
         if self.config.sources:
             await self._list_tools()
         response = await self._request_model("auto")
@@ -556,7 +560,11 @@ class Run:
         record.count_request(response.usage)
         if listening:
             record.emit(ModelRequestFinished(self.iteration, response, record.usage))
-        miss = self.cache_watch.check(self.iteration, self._request, response.usage)
+        usage, cache_watch = response.usage, self.cache_watch
+        if cache_watch is None and (usage.cache_read_tokens or usage.cache_write_tokens):
+            cache_watch = self.cache_watch = CacheWatch(self.config.settings)
+        # without a watch nothing was cached yet: nothing to compare with (CacheWatch.check's first case)
+        miss = None if cache_watch is None else cache_watch.check(self.iteration, self._request, usage)
         if miss is not None and listening:
             record.emit(miss)
         return response
@@ -615,6 +623,8 @@ class Run:
         transcript = self.record.transcript
         added = self.shaper.system and not (transcript and isinstance(transcript[0], SystemMessage))
         whole = len(transcript) + (1 if added else 0)
+        if self.cache_watch is None:
+            self.cache_watch = CacheWatch(self.config.settings)
         event = self.cache_watch.announce(self.iteration, before, after, whole)
         if event is not None and self.record.events is not None:
             self.record.emit(event)
@@ -650,7 +660,7 @@ class Run:
             reason = await self.answers.take(response, may_retry=self.stop_reason is None)
             if reason is None and empty_again:
                 reason = StopReason.EMPTY_RESPONSE
-            if reason is StopReason.END_TURN and self.stop_reason is None and not self.inbox.close_if_empty():
+            if reason is StopReason.END_TURN and self.stop_reason is None and not steering.close_if_empty(self):
                 return  # a message sent while the model answered: it starts the next turn
             if reason is not None:
                 self._stop(reason)
@@ -688,14 +698,16 @@ class Run:
         assert search is not None
         if self.loader is None:
             self.loader = ToolLoader(search, self.tools, self.record.transcript)
-        self._runnable.clear()
-        self._runnable.update(self.tools)
+        runnable = self._runnable
+        assert isinstance(runnable, dict)  # with tool search, the run's own (see __init__)
+        runnable.clear()
+        runnable.update(self.tools)
         if not self.loader.active or search.mode == "off":
             return self._tool_defs, False
         if search.mode == "native" and getattr(self.model, "native_tool_search", False) is True:
             return self.loader.deferred(), True
         offered = self.loader.offered()
-        self._runnable[SEARCH_TOOL] = offered[SEARCH_TOOL]
+        runnable[SEARCH_TOOL] = offered[SEARCH_TOOL]
         return tuple(t.definition for t in offered.values()), False
 
     def _refuse_unloaded(self, slots: list[Slot]) -> None:

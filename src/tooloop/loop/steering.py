@@ -11,11 +11,13 @@ cancellation) is handed back as undelivered.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from typing import Protocol
 
 from .._checks import describe
 from ..errors import ArgumentTypeError, ArgumentValueError
 
-__all__ = ["Inbox", "check_steering"]
+__all__ = ["Inbox", "InboxHolder", "check_steering", "close", "close_if_empty", "put", "take"]
 
 
 def check_steering(text: object) -> str:
@@ -53,13 +55,13 @@ class Inbox:
                 self._items.append(text)
             return True
 
-    def take(self) -> list[str]:
+    def take(self) -> Sequence[str]:
         """Every message waiting, in the order they came; the inbox is empty afterwards."""
         if not self._items:  # the usual case, without the lock: a message put now is taken next time
-            return []
+            return ()
         with _LOCK:
             taken, self._items = self._items, None
-            return taken or []
+            return taken or ()
 
     def waiting(self) -> bool:
         """True when a message waits (a finished answer then starts another turn)."""
@@ -80,3 +82,46 @@ class Inbox:
                 return False
             self._closed = True
             return True
+
+
+_CLOSED = Inbox()
+_CLOSED.close()
+"""The inbox of every run that ended before anyone steered it (it refuses messages)."""
+
+
+class InboxHolder(Protocol):
+    """A run, whose inbox is made by the first message sent to it (most runs never get one)."""
+
+    inbox: Inbox | None
+
+
+def put(holder: InboxHolder, text: str) -> bool:
+    """Queue ``text`` in ``holder``'s inbox (made now if needed); False when the run has ended."""
+    with _LOCK:  # made and assigned under the lock: a run ending now sees it, or it sees the end
+        inbox = holder.inbox
+        if inbox is None:
+            inbox = holder.inbox = Inbox()
+        return inbox.put(text)
+
+
+def take(holder: InboxHolder) -> Sequence[str]:
+    """Every message waiting in ``holder``'s inbox (see :meth:`Inbox.take`)."""
+    inbox = holder.inbox
+    return () if inbox is None else inbox.take()
+
+
+def close(holder: InboxHolder) -> tuple[str, ...]:
+    """Close ``holder``'s inbox for good; the messages never delivered."""
+    with _LOCK:
+        inbox, holder.inbox = holder.inbox, _CLOSED
+    return () if inbox is None else inbox.close()
+
+
+def close_if_empty(holder: InboxHolder) -> bool:
+    """Close ``holder``'s inbox when nothing waits (see :meth:`Inbox.close_if_empty`)."""
+    with _LOCK:
+        inbox = holder.inbox
+        if inbox is None:
+            holder.inbox = _CLOSED
+            return True
+        return inbox.close_if_empty()

@@ -131,24 +131,43 @@ class RunMemo:
     its part under its own :class:`MemoKey`.
     """
 
-    __slots__ = ("_parts",)
+    # A thousand concurrent runs each hold one: the first model's part (usually the only one) is
+    # kept in slots, a dict only for the parts of further models (a fallback chain).
+    __slots__ = ("_key", "_more", "_part")
 
     def __init__(self) -> None:
-        self._parts: dict[MemoKey[Any], Any] = {}
+        self._key: MemoKey[Any] | None = None
+        self._part: Any = None
+        self._more: dict[MemoKey[Any], Any] | None = None
 
     def part(self, key: MemoKey[T], make: Callable[[], T]) -> T:
         """What is kept under ``key``, made by ``make`` at its first use in the run."""
-        part: T | None = self._parts.get(key)
+        if key is self._key:
+            kept: T = self._part
+            return kept
+        if self._key is None:
+            made = make()
+            self._key, self._part = key, made
+            return made
+        more = self._more
+        if more is None:
+            more = self._more = {}
+        part: T | None = more.get(key)
         if part is None:
-            part = self._parts[key] = make()
+            part = more[key] = make()
         return part
+
+    def parts(self) -> tuple[Any, ...]:
+        """Every part kept, the first model's first."""
+        first = () if self._key is None else (self._part,)
+        return first + tuple(self._more.values()) if self._more else first
 
     def clear(self) -> None:
         """Drop every part (the run has ended)."""
-        self._parts.clear()
+        self._key = self._part = self._more = None
 
     def __len__(self) -> int:
-        return len(self._parts)
+        return (self._key is not None) + len(self._more or ())
 
 
 @dataclass(frozen=True, slots=True, init=False)
