@@ -43,6 +43,7 @@ from ..models.prices import PRICED_PROVIDERS, cost_of, priced
 from ..tools.execute import Lingering
 from ..tools.tool import Tool
 from ..transcript import Transcript
+from . import steering
 from .answer import Answers
 from .approval import check_decisions, decide, stray_decisions
 from .caching import CacheWatch, cache_key
@@ -58,7 +59,6 @@ from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .shaping import Shaper
-from . import steering
 from .steering import Inbox, check_steering
 from .step import StepRunner
 from .toolphase import (
