@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 import httptools
 
 from .._deadline import deadline
+from .connect import Addresses, connect
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -569,6 +570,7 @@ class Pool:
         """Connections open: idle, or lent to a response."""
         self._waiters: deque[asyncio.Future[Connection | None]] = deque()
         self._ssl: ssl.SSLContext | None = tls_context() if endpoint.tls else None
+        self._addresses = Addresses(endpoint.host, endpoint.port)
         self._elsewhere: dict[tuple[bool, str, int], Pool] = {}
 
     def elsewhere(self, endpoint: Endpoint) -> Pool:
@@ -775,7 +777,7 @@ class Pool:
         if self.connector is not None:
             opening = self.connector(endpoint)
         else:
-            opening = _connect(endpoint, self._ssl)
+            opening = connect(self._addresses, Connection, self._ssl)
         try:
             if self.connect_timeout is None:
                 return await opening
@@ -849,12 +851,6 @@ def _close_now(conn: Connection) -> None:
         sock = conn.get_extra_info("socket")
         if sock is not None:
             sock.shutdown(2)  # type: ignore[attr-defined]  # the peer sees the end now; the descriptor goes with the transport
-
-
-async def _connect(endpoint: Endpoint, tls: ssl.SSLContext | None) -> Connection:
-    loop = asyncio.get_running_loop()
-    _, conn = await loop.create_connection(Connection, endpoint.host, endpoint.port, ssl=tls)
-    return conn
 
 
 @functools.cache
