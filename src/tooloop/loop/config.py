@@ -16,7 +16,7 @@ from .control import Hooks
 from .limits import Limits
 from .observe import Tracer
 from .record import Journal
-from .shaping import ContextShaper
+from .shaping import ContextShaper, Shaper
 from .summarize import ResultSummarizer
 
 if TYPE_CHECKING:  # what only a run that uses them imports
@@ -61,9 +61,18 @@ class RunConfig:
     """Past its threshold, the model gets a search tool and the tools it loaded (not all of them)."""
     definitions: tuple[ToolDefinition, ...] = field(init=False, repr=False, compare=False)
     """The definitions of ``tools``, in their order: made once, sent by every request of every run."""
+    shaper: Shaper = field(init=False, repr=False, compare=False)
+    """What builds each request's messages (the system prompt, with the output schema's
+    instructions when the model needs them): made once, used by every run."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "definitions", tuple(t.definition for t in self.tools.values()))
+        system = self.system
+        if self.output is not None:  # the output module only for agents with structured output
+            from .output import with_output_instructions
+
+            system = with_output_instructions(system, self.output, self.model)
+        object.__setattr__(self, "shaper", Shaper(system, self.context, self.model))
 
 
 class SessionSource(Protocol):

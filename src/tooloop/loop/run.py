@@ -45,7 +45,7 @@ from ..tools.tool import Tool
 from ..transcript import Transcript
 from . import steering
 from .answer import Answers
-from .approval import check_decisions, decide, stray_decisions
+from .approval import ApprovalsPending, check_decisions, decide, stray_decisions
 from .caching import CacheWatch, cache_key
 from .cancel import CancelToken
 from .channel import EventChannel
@@ -58,11 +58,9 @@ from .observe import RunFacts, Watch, default_tracer, provider_of
 from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
-from .shaping import Shaper
 from .steering import Inbox, check_steering
 from .step import StepRunner
 from .toolphase import (
-    BatchContext,
     Slot,
     cancel_unfinished,
     close_all,
@@ -88,30 +86,34 @@ class Run:
     __slots__ = (
         "__dict__",
         "_batch",
-        "_batch_view",
         "_cache_key",
         "_final_done",
         "_last_usage",
         "_memo",
         "_names_checked",
+        "_nested",
         "_prompt",
         "_request",
         "_response",
-        "_runnable",
         "_session",
         "_stop_asked",
         "_stop_asked_text",
         "_tool_defs",
         "answers",
+        "approver",
+        "auto_execute",
         "cache_watch",
         "call_ids",
         "config",
         "decisions",
+        "denied",
         "denying_undecided",
         "deps",
         "guards",
+        "hooks",
         "inbox",
         "iteration",
+        "limits",
         "lingering",
         "loader",
         "model",
@@ -120,6 +122,7 @@ class Run:
         "provider",
         "record",
         "run_id",
+        "runnable",
         "session_id",
         "shaper",
         "start",
@@ -127,6 +130,7 @@ class Run:
         "stop_reason",
         "stop_text",
         "subagent",
+        "summarize",
         "tools",
         "turn_id",
         "undelivered",
@@ -158,13 +162,8 @@ class Run:
         # the run's own token: stopping this run never cancels others sharing the caller's token
         own_token = token.child() if token is not None else CancelToken()
         self.steps = StepRunner(own_token, config.limits.timeout, self.record)
-        self.answers = Answers(config.output, config.limits.output_retries, self.record)
-        system = config.system
-        if config.output is not None:  # the output module only for runs with structured output
-            from .output import with_output_instructions
-
-            system = with_output_instructions(system, config.output, config.model)
-        self.shaper = Shaper(system, config.context, config.model)
+        self.answers: Answers | None = None  # made by the first answer (see _answers)
+        self.shaper = config.shaper
         self._session = session
         self._prompt = prompt
         self._set_history(history)
@@ -201,14 +200,21 @@ class Run:
         self._cache_key: str | None = None
         self.loader: ToolLoader | None = None  # tool search: made at the first request, from the history
         # what a batch may call: every tool, or (tool search) the search tool and every tool
-        self._runnable: Mapping[str, Tool] = self.tools if config.tool_search is None else dict(self.tools)
+        self.runnable: Mapping[str, Tool] = self.tools if config.tool_search is None else dict(self.tools)
+        # what the tool phase reads of the config (see BatchContext), as slots: read for every call
+        self.denied = config.denied
+        self.limits = config.limits
+        self.hooks = config.hooks
+        self.approver = config.approver
+        self.auto_execute = config.auto_execute_tools
+        self.summarize = config.summarize_results
+        self._nested: list[ApprovalsPending] | None = None  # a batch's calls whose subagents wait for decisions
 
     def _set_history(self, history: Sequence[Message]) -> None:
         repaired, _ = repair(history)
         self.record.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(repaired)
         self.call_ids = {m.tool_call_id for m in repaired if isinstance(m, ToolCallMessage)}
-        self._batch_view: BatchContext | None = None  # holds call_ids: built again
 
     @property
     def token(self) -> CancelToken:
@@ -274,7 +280,6 @@ class Run:
                 watch.finished(None, self.record.usage, None if abandoned else exc, self.record.transcript)
             raise
         finally:
-            self._batch_view = None  # see finish()
             self._memo.clear()
             self._end_inbox()
         if watch is not None:
@@ -301,9 +306,6 @@ class Run:
                         break
                     step = self._turn()
             finally:
-                # It points back at the run: without it, the run is freed as soon as it is dropped,
-                # not by the garbage collector (thousands of concurrent runs make that costly).
-                self._batch_view = None
                 self._memo.clear()  # what the model kept for the run goes now, even if the run is kept
                 self._end_inbox()
                 if session is not None:
@@ -372,7 +374,7 @@ class Run:
             transcript=self.record.transcript,
             stop_reason=self.stop_reason or StopReason.END_TURN,
             usage=self.record.usage,
-            output=self.answers.output,
+            output=None if self.answers is None else self.answers.output,
             pending_approvals=self.pending,
             start=self.start,
             stop_text=self.stop_text,
@@ -392,6 +394,14 @@ class Run:
             model=self.model,
             tools=MappingProxyType(self.tools),
         )
+
+    def _answers(self) -> Answers:
+        """What takes the run's answers (a run waiting for the model holds none before its first)."""
+        answers = self.answers
+        if answers is None:
+            config = self.config
+            answers = self.answers = Answers(config.output, config.limits.output_retries, self.record)
+        return answers
 
     def _stop(self, reason: StopReason, text: str | None = None) -> None:
         """Set the stop reason (and a hook's explanation) unless an earlier one stands."""
@@ -545,7 +555,14 @@ class Run:
         if listening:
             record.emit(ModelRequestStarted(self.iteration))
         handler = self._model_event if listening else None
-        if self.watch is None:
+        if self.watch is None and self.config.hooks.on_provider_payload is None:
+            # _respond's steps inline: a coroutine fewer per request, and per wakeup of the run
+            try:
+                answer = checked(self.model, await pending_response(self.model, request, handler))
+            except ContextLengthError as exc:
+                answer = await self._request_smaller(request, handler, exc)
+            response = self._priced(request, answer)
+        elif self.watch is None:
             response = await self._respond(request, handler)
         else:
             with self.watch.request(self.iteration, request) as seen:
@@ -570,7 +587,9 @@ class Run:
         return response
 
     async def _respond(self, request: ModelRequest, handler: Any) -> ModelResponse:
-        """The model's response to ``request`` (or a smaller one after a context overflow), priced."""
+        """The model's response to ``request`` (or a smaller one after a context overflow), priced;
+        its provider payloads to ``on_provider_payload`` (without a tracer nor that hook,
+        :meth:`_request_model` does the same steps inline)."""
         watcher = self.config.hooks.on_provider_payload
         # the payloads of this request (and of a smaller retry) go to the hook
         listening = None if watcher is None else start_listening(watcher)
@@ -581,9 +600,14 @@ class Run:
         finally:
             if listening is not None:
                 stop_listening(listening)
+        return self._priced(request, response)
+
+    def _priced(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """``response`` with its usage estimated when a token budget needs one the model did not
+        give, and priced (the price is looked up when the cost is first read)."""
         if self.config.limits.max_total_tokens is not None and not response.usage.total_tokens:
             response = replace(response, usage=self._estimate(request, response))
-        if self.provider in PRICED_PROVIDERS:  # the price is looked up when the cost is first read
+        if self.provider in PRICED_PROVIDERS:
             usage = response.usage
             with_price = priced(usage, self.provider, response.model or self.model.name)
             if with_price is not usage:
@@ -657,7 +681,7 @@ class Run:
         to be cut off)."""
         empty_again = self.guards.empty(response)
         if not response.tool_calls:
-            reason = await self.answers.take(response, may_retry=self.stop_reason is None)
+            reason = await self._answers().take(response, may_retry=self.stop_reason is None)
             if reason is None and empty_again:
                 reason = StopReason.EMPTY_RESPONSE
             if reason is StopReason.END_TURN and self.stop_reason is None and not steering.close_if_empty(self):
@@ -667,8 +691,7 @@ class Run:
             return
         # Deterministic, and unique within the transcript: replays and stores see the same ids.
         batch_id = f"{response.tool_calls[0].id}@{len(self.record.transcript)}"
-        batch = self._batch_context()
-        slots = slots_from_response(response, batch_id, len(self.record.transcript), batch)
+        slots = slots_from_response(response, batch_id, len(self.record.transcript), self)
         if self.loader is not None and self.loader.active and self.loader.config.mode != "off":
             self._refuse_unloaded(slots)
         flagged = response.stop_reason in (StopReason.MAX_TOKENS, StopReason.REFUSAL) or (
@@ -684,7 +707,7 @@ class Run:
             self._stop(StopReason.REPEATED_CALL)
             await self._refuse_batch(slots, response, repeated)
             return
-        await self._settle(slots, batch)
+        await self._settle(slots)
         if self.guards.errors_repeated(s.outcome for s in slots if s.outcome is not None):
             self._stop(StopReason.REPEATED_ERROR)
 
@@ -698,7 +721,7 @@ class Run:
         assert search is not None
         if self.loader is None:
             self.loader = ToolLoader(search, self.tools, self.record.transcript)
-        runnable = self._runnable
+        runnable = self.runnable
         assert isinstance(runnable, dict)  # with tool search, the run's own (see __init__)
         runnable.clear()
         runnable.update(self.tools)
@@ -735,38 +758,12 @@ class Run:
         response = await self._request_model("none")
         if response.tool_calls:
             batch_id = f"final-{self.iteration}"
-            slots = slots_from_response(response, batch_id, len(self.record.transcript), self._batch_context())
+            slots = slots_from_response(response, batch_id, len(self.record.transcript), self)
             await self._refuse_batch(slots, response)
             return
-        await self.answers.take_final(response)
+        await self._answers().take_final(response)
 
     # ------------------------------------------------------------------ tool batches
-
-    def _batch_context(self) -> BatchContext:
-        """What the tool phase sees of this run (built once the history is known)."""
-        if self._batch_view is not None:
-            return self._batch_view
-        config, record = self.config, self.record
-        self._batch_view = BatchContext(
-            tools=self._runnable,
-            denied=config.denied,
-            limits=config.limits,
-            hooks=config.hooks,
-            approver=config.approver,
-            decisions=self.decisions,
-            session_id=self.session_id,
-            run_id=self.run_id,
-            token=self.steps.token,
-            call_ids=self.call_ids,
-            record=record,
-            owner=self,
-            lingering=self.lingering,
-            watch=self.watch,
-            deps=self.deps,
-            auto_execute=config.auto_execute_tools,
-            summarize=config.summarize_results,
-        )
-        return self._batch_view
 
     def request_stop(self, reason: StopReason, text: str | None = None) -> None:
         """A tool hook asked the run to stop (the batch finishes first), with its explanation."""
@@ -777,36 +774,42 @@ class Run:
         """The stop a tool hook asked for, if any."""
         return self._stop_asked
 
+    def nest(self, pending: ApprovalsPending) -> None:
+        """A call of the batch being settled whose subagent waits for decisions (see :meth:`_settle`)."""
+        if self._nested is None:
+            self._nested = [pending]
+        else:
+            self._nested.append(pending)
+
     async def _resume_batch(self, start: int, calls: list[ToolCallMessage]) -> None:
         # Only an explicit continuation (no new prompt) runs interrupted calls again.
         rerun = self.config.rerun_interrupted and self._prompt is None
-        batch = self._batch_context()
-        slots = slots_from_messages(calls, batch, rerun=rerun)
-        check_decisions(slots, self.decisions, batch.auto_execute)  # before the batch leaves the transcript
+        slots = slots_from_messages(calls, self, rerun=rerun)
+        check_decisions(slots, self.decisions, self.auto_execute)  # before the batch leaves the transcript
         self.record.transcript = self.record.transcript[:start]
         self.start = min(self.start, start)
         deny = self.denying_undecided = self._prompt is not None or self.denying_undecided
         try:
-            await self._settle(slots, batch, deny_undecided=deny)
+            await self._settle(slots, deny_undecided=deny)
         finally:
             self.denying_undecided = False
 
-    async def _settle(self, slots: list[Slot], batch: BatchContext, *, deny_undecided: bool = False) -> None:
+    async def _settle(self, slots: list[Slot], *, deny_undecided: bool = False) -> None:
         """Decide approvals, run what may run, and record the batch (also when interrupted)."""
         record = self.record
         self._batch = slots
-        batch.nested.clear()
+        self._nested = None
         try:
-            waiting = await decide(slots, batch, deny_undecided=deny_undecided)
+            waiting = await decide(slots, self, deny_undecided=deny_undecided)
             if record.journal is not None and any(s.outcome is None for s in slots):
                 # the whole batch, in the model's order: a call decided already (pending approval,
                 # denied) keeps its place in the journal instead of being appended after the others
                 await record.record_started(s.template if s.outcome is None else s.outcome for s in slots)
-            await run_batch(slots, batch, self.iteration)
+            await run_batch(slots, self, self.iteration)
         except BaseException:
             # interrupted while deciding or running: the calls are kept, marked as not run
             cancel_unfinished(slots, "the run stopped before this call ran")
-            await close_all(slots, batch, quiet=True)
+            await close_all(slots, self, quiet=True)
             raise
         finally:
             record.append([s.outcome for s in slots if s.outcome is not None])
@@ -814,7 +817,8 @@ class Run:
         await record.flush()
         if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
             self._stop(self._stop_asked, self._stop_asked_text)
-        for nested in batch.nested:  # calls of subagents this batch ran
+        nested_calls: Sequence[ApprovalsPending] = self._nested or ()  # calls of subagents this batch ran
+        for nested in nested_calls:
             if nested.mismatch is not None:
                 raise nested.mismatch
             waiting += nested.requests
@@ -832,7 +836,7 @@ class Run:
                 slot.finish(ToolCallStatus.CANCELLED, error=error)
         self._batch = slots
         try:
-            await close_all(slots, self._batch_context())
+            await close_all(slots, self)
         finally:
             self._batch = ()
         await self.record.add(*[s.outcome for s in slots if s.outcome is not None])

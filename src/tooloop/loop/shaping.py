@@ -26,12 +26,13 @@ class ContextShaper(Protocol):
 class Shaper:
     """Builds the messages of a request from the transcript."""
 
-    __slots__ = ("context", "model", "system")
+    __slots__ = ("_head", "context", "model", "system")
 
     def __init__(self, system: str | None, context: ContextShaper | None, model: Model):
         self.system = system
         self.context = context
         self.model = model
+        self._head = SystemMessage(system) if system else None  # one for every request (messages are frozen)
 
     async def messages(self, transcript: Transcript, *, overflow: bool = False) -> Sequence[Message]:
         """The system prompt (unless the transcript starts with one) and the transcript, shaped."""
@@ -43,8 +44,8 @@ class Shaper:
     def base(self, transcript: Transcript) -> Sequence[Message]:
         """The system prompt (unless the transcript starts with one) and the transcript, not shaped
         (what :meth:`messages` gives without a context policy)."""
-        if self.system and not (transcript and isinstance(transcript[0], SystemMessage)):
-            return _View(SystemMessage(self.system), transcript)
+        if self._head is not None and not (transcript and isinstance(transcript[0], SystemMessage)):
+            return _View(self._head, transcript)
         return transcript
 
     async def smaller(self, transcript: Transcript, sent: Sequence[Message]) -> Sequence[Message] | None:

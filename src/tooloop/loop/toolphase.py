@@ -18,7 +18,7 @@ import json
 import operator
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from .._json import truncate
@@ -84,38 +84,71 @@ class BatchOwner(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchContext:
-    """What a batch of tool calls needs from its run, and nothing more."""
+class BatchContext(BatchOwner, Protocol):
+    """What a batch of tool calls needs from its run, and nothing more (the run itself provides
+    it: no object per run for it, and none pointing back at the run)."""
 
-    tools: Mapping[str, Tool]
-    denied: frozenset[str]
-    limits: Limits
-    hooks: Hooks
-    approver: Approver | None
-    decisions: Mapping[str, ApprovalDecision]
-    session_id: str | None
-    run_id: str
-    token: CancelToken
-    call_ids: set[str]
-    """Every call id of the transcript; new calls get an id not in it, and add it."""
-    record: Recorder
-    """Where events go (``emit``), finished calls are journaled at once (``record_outcome``) and
-    executed calls counted (``count_call``)."""
-    owner: BatchOwner
-    """The run: hooks may ask it to stop, and give tool hooks their snapshot."""
-    lingering: Lingering
-    """The run's sync calls whose threads may still run (barriers wait for them)."""
-    watch: Watch | None = None
-    """Logs and traces each call, when anything listens."""
-    deps: Any = None
-    """The run's ``deps=``, handed to each tool in its context."""
-    summarize: ResultSummarizer | Model | None = None
-    """Summarises a result longer than ``Limits.max_tool_result_chars`` instead of cutting it."""
-    auto_execute: bool = True
-    """False: no call runs by itself; each waits for a decision, like a call that needs approval."""
-    nested: list[ApprovalsPending] = field(default_factory=list)
-    """Calls of this batch whose subagents wait for a decision (with their requests)."""
+    @property
+    def runnable(self) -> Mapping[str, Tool]:
+        """The tools a call may run (with tool search, those loaded and the search tool)."""
+        ...
+
+    @property
+    def denied(self) -> frozenset[str]: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def hooks(self) -> Hooks: ...
+    @property
+    def approver(self) -> Approver | None: ...
+    @property
+    def decisions(self) -> Mapping[str, ApprovalDecision]: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def token(self) -> CancelToken: ...
+
+    @property
+    def call_ids(self) -> set[str]:
+        """Every call id of the transcript; new calls get an id not in it, and add it."""
+        ...
+
+    @property
+    def record(self) -> Recorder:
+        """Where events go (``emit``), finished calls are journaled at once (``record_outcome``) and
+        executed calls counted (``count_call``)."""
+        ...
+
+    @property
+    def lingering(self) -> Lingering:
+        """The run's sync calls whose threads may still run (barriers wait for them)."""
+        ...
+
+    @property
+    def watch(self) -> Watch | None:
+        """Logs and traces each call, when anything listens."""
+        ...
+
+    @property
+    def deps(self) -> Any:
+        """The run's ``deps=``, handed to each tool in its context."""
+        ...
+
+    @property
+    def summarize(self) -> ResultSummarizer | Model | None:
+        """Summarises a result longer than ``Limits.max_tool_result_chars`` instead of cutting it."""
+        ...
+
+    @property
+    def auto_execute(self) -> bool:
+        """False: no call runs by itself; each waits for a decision, like a call that needs approval."""
+        ...
+
+    def nest(self, pending: ApprovalsPending) -> None:
+        """A call of this batch whose subagent waits for a decision (with its requests)."""
+        ...
 
 
 class Slot:
@@ -303,7 +336,7 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
     Their messages carry the response's text and turn-level parts.
     """
     slots = []
-    tools, limits = batch.tools, batch.limits
+    tools, limits = batch.runnable, batch.limits
     for index, call in enumerate(response.tool_calls):
         arguments, raw, error = _parse(call.arguments)
         call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
@@ -341,7 +374,7 @@ def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext, *
     slots = []
     for message in calls:
         template = replace(message, status=ToolCallStatus.STARTED, content="")
-        slot = Slot.of(template, batch.tools.get(message.tool_name), batch.limits.max_tool_result_chars)
+        slot = Slot.of(template, batch.runnable.get(message.tool_name), batch.limits.max_tool_result_chars)
         if message.status.finished:
             slot.outcome, slot.hooked, slot.closed = message, True, True
         elif message.status is ToolCallStatus.STARTED and not rerun:
@@ -387,7 +420,7 @@ def _check(slot: Slot, batch: BatchContext) -> None:
         slot.finish(ToolCallStatus.DENIED, error=ToolDeniedError(f"tool {name!r} is not allowed"))
         return
     if slot.tool is None:
-        available = ", ".join(sorted(batch.tools)) or "none"
+        available = ", ".join(sorted(batch.runnable)) or "none"
         error = UnknownToolError(f"unknown tool {name!r}; available tools: {available}")
         slot.finish(ToolCallStatus.ERROR, error=error)
         return
@@ -448,11 +481,11 @@ async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal:
     hook = batch.hooks.after_tool_call
     if not slot.hooked and hook is not None:
         slot.hooked = True
-        control = await call_hook(hook, batch.owner.step_context(slot))
+        control = await call_hook(hook, batch.step_context(slot))
         if steer and control.action == "override":
             _finish_ok(slot, control.result)
         elif steer and control.action == "stop":
-            batch.owner.request_stop(control.reason, control.text)
+            batch.request_stop(control.reason, control.text)
     slot.hooked = True
     if journal:
         assert slot.outcome is not None
@@ -471,7 +504,7 @@ _is_sequential: Callable[[Slot], bool] = operator.attrgetter("tool.sequential")
 
 
 async def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> None:
-    if batch.owner.stop_requested() is None:
+    if batch.stop_requested() is None:
         if batch.hooks.before_tool_call is None:
             rest = _start(slot, batch, iteration)
             if rest is not None:
@@ -493,12 +526,12 @@ async def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> None:
 async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> None:
     before = batch.hooks.before_tool_call
     assert before is not None
-    control = await call_hook(before, batch.owner.step_context(slot))
+    control = await call_hook(before, batch.step_context(slot))
     if control.action == "stop":
-        batch.owner.request_stop(control.reason, control.text)
+        batch.request_stop(control.reason, control.text)
     elif control.action == "override":
         _finish_ok(slot, control.result)
-    elif batch.owner.stop_requested() is None:  # another call's hook may have stopped the run
+    elif batch.stop_requested() is None:  # another call's hook may have stopped the run
         rest = _start(slot, batch, iteration)
         if rest is not None:
             await rest
@@ -571,7 +604,7 @@ def _context(slot: Slot, batch: BatchContext, iteration: int) -> ToolContext:
             _progress, asyncio.get_running_loop(), batch.record.progress, slot.tool_call_id, slot.tool_name
         ),
         deps=batch.deps,
-        parent=batch.owner,
+        parent=batch,
     )
 
 
@@ -583,7 +616,7 @@ def _failed(slot: Slot, exc: BaseException, batch: BatchContext) -> None:
         slot.finish(ToolCallStatus.ERROR, error=_cancelled_inside(exc))
     elif isinstance(exc, ApprovalsPending):
         slot.outcome = replace(slot.template, status=ToolCallStatus.PENDING, content=AWAITING)
-        batch.nested.append(exc)
+        batch.nest(exc)
     elif isinstance(exc, Exception):
         slot.finish(ToolCallStatus.ERROR, error=exc)
     else:
