@@ -50,10 +50,13 @@ __all__ = [
 
 
 def dumps(body: Any) -> bytes:
-    """``body`` as compact UTF-8 JSON."""
+    """``body`` as compact UTF-8 JSON (bytes of its exact size)."""
     if orjson is not None:
         try:
-            return orjson.dumps(body, default=_default)
+            # A copy: orjson's bytes keep the buffer it wrote into, about ten times the JSON's
+            # length (4 KB for 300 bytes, 128 KB for 10 KB), and a request's body is held until
+            # its answer came: at a thousand requests in flight that was most of the peak memory.
+            return memoryview(orjson.dumps(body, default=_default)).tobytes()
         except TypeError:  # e.g. an int beyond 64 bits: the standard library takes any size
             pass
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_default).encode()
