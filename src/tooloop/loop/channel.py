@@ -19,16 +19,16 @@ class EventChannel:
     A list and at most one waiting future, lighter than an ``asyncio.Queue``: a run hands over a
     dozen events per request, and a streamed answer one per chunk. Producers append to
     :attr:`items` and call :meth:`wake` when :attr:`waiter` is set (:meth:`put` does both; the
-    run's hot paths do it inline, one function call less per event). How the run ended
-    (:attr:`ended`, :attr:`error`) is kept beside the list, so handing out an event is an index.
+    run's hot paths do it inline, one function call less per event). The consumer reads the list
+    through an iterator, so handing out an event is one step of it; how the run ended
+    (:attr:`ended`, :attr:`error`) is kept beside the list.
     """
 
-    __slots__ = ("ended", "error", "items", "result", "taken", "waiter")
+    __slots__ = ("ended", "error", "items", "result", "waiter")
 
     def __init__(self) -> None:
         self.items: list[Event] = []
-        self.taken = 0
-        """Items before this index were handed out."""
+        """Events the consumer has not taken yet (and, until it waits again, some it took)."""
         self.waiter: asyncio.Future[None] | None = None
         """Set while the consumer waits for the next event."""
         self.result: RunResult | None = None

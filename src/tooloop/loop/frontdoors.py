@@ -133,11 +133,16 @@ class EventStream(Steering, AsyncIterator[Event]):
     garbage collected.
     """
 
+    __slots__ = ("__weakref__", "_channel", "_pending", "_run", "_task")
+
     def __init__(self, run: Run):
         self._run = run
-        self._channel = EventChannel()
+        channel = self._channel = EventChannel()
+        self._pending = iter(channel.items)
+        """The events not handed out yet: an iterator over the channel's list, which the run
+        appends to; once it is exhausted the list is emptied and a new one made."""
         self._task: asyncio.Task[None] | None = None
-        run.send_events_to(self._channel)
+        run.send_events_to(channel)
 
     def __aiter__(self) -> EventStream:
         return self
@@ -155,26 +160,27 @@ class EventStream(Steering, AsyncIterator[Event]):
                 yield event.text
 
     async def __anext__(self) -> Event:
+        for event in self._pending:  # the usual case: an event is waiting; a few bytecodes
+            return event
         channel = self._channel
-        items = channel.items
-        while channel.taken == len(items):  # every event so far was handed out: wait for more
-            if channel.ended:
-                error, channel.error = channel.error, None
-                if error is not None:  # raised once; every later call ends the iteration
-                    raise error
-                raise StopAsyncIteration
-            if self._task is None:
-                self._task = asyncio.ensure_future(_drive(self._run, channel))
+        while not channel.ended:  # every event so far was handed out: wait for more
+            task = self._task
+            if task is None:
+                task = self._task = asyncio.get_running_loop().create_task(_drive(self._run, channel))
+            items = channel.items
             items.clear()
-            channel.taken = 0
-            waiter = channel.waiter = self._task.get_loop().create_future()
+            pending = self._pending = iter(items)
+            waiter = channel.waiter = task.get_loop().create_future()
             try:
                 await waiter
             finally:
                 channel.waiter = None
-        taken = channel.taken
-        channel.taken = taken + 1
-        return items[taken]
+            for event in pending:
+                return event
+        error, channel.error = channel.error, None
+        if error is not None:  # raised once; every later call ends the iteration
+            raise error
+        raise StopAsyncIteration
 
     @property
     def result(self) -> RunResult | None:
