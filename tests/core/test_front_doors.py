@@ -228,3 +228,47 @@ async def test_many_concurrent_streams_each_see_their_own_events_in_order() -> N
         text = "".join(e.text for e in events if isinstance(e, TextDelta))
         last = events[-1]
         assert isinstance(last, RunFinished) and last.result.text == text == f"answer {n}"
+
+
+async def test_a_consumer_that_lags_or_gives_up_waiting_sees_every_event_once_in_order() -> None:
+    @tool
+    async def slow_square(n: int) -> int:
+        await asyncio.sleep(0.05)
+        return n * n
+
+    def agent() -> Agent:
+        script = [
+            ModelResponse(
+                "Squaring.", [ToolCall("a", "slow_square", {"n": 3}), ToolCall("b", "slow_square", {"n": 4})]
+            ),
+            ModelResponse(LONG),
+        ]
+        return Agent(ScriptedModel(script), tools=[slow_square])
+
+    eager = [event async for event in agent().stream("go")]
+    stream = agent().stream("go")
+    lagging: list[object] = []
+    gave_up = 0
+    while True:
+        try:
+            event = await asyncio.wait_for(stream.__anext__(), 0.01)
+        except TimeoutError:
+            gave_up += 1  # the wait was cancelled; the events that come meanwhile still wait for us
+            continue
+        except StopAsyncIteration:
+            break
+        lagging.append(event)
+        for _ in range(3):
+            await asyncio.sleep(0)  # the run goes on meanwhile: events pile up for the next calls
+    assert gave_up >= 2
+    assert [type(e) for e in lagging] == [type(e) for e in eager]
+    assert [_said(e) for e in lagging] == [_said(e) for e in eager]
+    assert isinstance(lagging[-1], RunFinished) and stream.result is lagging[-1].result
+
+
+def _said(event: object) -> object:
+    if isinstance(event, TextDelta):
+        return event.text
+    if isinstance(event, ToolCallFinished):
+        return (event.message.tool_call_id, event.message.result)
+    return None
