@@ -123,12 +123,13 @@ class Transcript(Sequence[Message]):
 
     def extend(self, messages: Iterable[Message]) -> Transcript:
         """A new transcript with ``messages`` at the end."""
-        extra = list(messages)
         items = self._items
-        if len(items) == self._len:
-            items.extend(extra)
-            return Transcript._shared(items, len(items))
-        return Transcript([*items[: self._len], *extra])
+        if len(items) != self._len:
+            return Transcript([*items[: self._len], *messages])
+        if type(messages) is not tuple and type(messages) is not list:  # what the loop appends: no copy
+            messages = list(messages)  # taken whole first: it may iterate over this very list
+        items.extend(messages)
+        return Transcript._shared(items, len(items))
 
     def __add__(self, other: Transcript | Iterable[Message] | Message) -> Transcript:
         if isinstance(other, SystemMessage | UserMessage | AssistantMessage | ToolCallMessage):

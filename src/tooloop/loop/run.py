@@ -530,6 +530,9 @@ class Run:
     async def _request_model(self, tool_choice: ToolChoice, settings: ModelSettings | None = None) -> ModelResponse:
         """Send the shaped conversation; on a context overflow, once more with a smaller one."""
         self.iteration += 1
+        # the previous response (and what it holds) is freed while the run waits for this one: no
+        # hook sees a snapshot before this request is answered
+        self._response = None
         record = self.record
         shaper, transcript = self.shaper, record.transcript
         if shaper.context is None:
