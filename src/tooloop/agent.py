@@ -21,18 +21,16 @@ from .loop.record import Journal
 from .loop.result import ApprovalDecision, RunResult
 from .loop.run import Run
 from .loop.shaping import ContextShaper
-from .loop.summarize import ResultSummarizer
-from .loop.syncstream import SyncEventStream
 from .messages import Message, Prompt, StopReason, Usage, UserMessage
 from .models.base import Model, ModelSettings
-from .models.inputs import check_prompt_inputs
-from .subagent import INHERIT, subagent_tool
 from .tools.source import ToolSource
 from .tools.tool import Tool
 from .transport.perloop import close_loop_clients
 
 if TYPE_CHECKING:  # imported on use: a plain run needs no store, context policy, tool search or output schema
     from .loop.output import OutputSpec
+    from .loop.summarize import ResultSummarizer
+    from .loop.syncstream import SyncEventStream
     from .store.base import Store
     from .store.journal import SessionLease
     from .tools.search import ToolSearch
@@ -40,6 +38,16 @@ if TYPE_CHECKING:  # imported on use: a plain run needs no store, context policy
 __all__ = ["Agent"]
 
 Approvals = Sequence[ApprovalDecision] | Mapping[str, ApprovalDecision]
+
+
+class _Inherit:
+    def __repr__(self) -> str:
+        return "INHERIT"
+
+
+INHERIT: Any = _Inherit()
+"""``deps=INHERIT`` (the default of :meth:`Agent.as_tool`): the child gets the parent run's ``deps``
+(here, not in :mod:`tooloop.subagent`: that module is imported when an agent becomes a tool)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +265,8 @@ class Agent:
             if self.name is None:
                 raise ArgumentValueError("as_tool() needs name=..., or an agent built with Agent(name=...)")
             name = self.name
+        from .subagent import subagent_tool
+
         return subagent_tool(self, name=name, description=description, deps=deps)
 
     # ------------------------------------------------------------------ introspection
@@ -372,7 +382,9 @@ class Agent:
         if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
             raise ArgumentValueError(f"turn_id must be a non-empty str (a stable id of this turn), got {turn_id!r}")
         config = self._resolved()
-        if isinstance(prompt, tuple):
+        if isinstance(prompt, tuple):  # content parts: checked against what the model takes
+            from .models.inputs import check_prompt_inputs
+
             check_prompt_inputs(config.model, [UserMessage.of(prompt)])
         if approve is not None:
             config = replace(config, approver=approve)
@@ -542,6 +554,8 @@ class Agent:
         The run goes on in a worker thread with its own event loop, so this works in scripts and
         in notebooks alike; ``.stream_text()`` yields only the answer's text.
         """
+        from .loop.syncstream import SyncEventStream
+
         return SyncEventStream(
             self._run(prompt, history, approvals, cancel, approve, session_id=session_id, turn_id=turn_id, deps=deps)
         )

@@ -13,10 +13,12 @@ from abc import abstractmethod
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from decimal import Decimal
-from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias
 
 from ._frozen import FACTORY, become, draft_of, new_draft, thawed
+
+if TYPE_CHECKING:  # costs are Decimals, made where prices are worked out: a run that reads none needs no decimal
+    from decimal import Decimal
 
 __all__ = [
     "EMPTY",

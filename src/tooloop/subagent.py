@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._checks import require_text
+from .agent import INHERIT
 from .errors import ApprovalMismatchError, ToolArgumentsError, ToolError, ToolloopError
 from .events import Event, SubagentEvent
 from .loop.approval import ApprovalsPending, Approver, nested_decisions
@@ -44,14 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["INHERIT", "subagent_tool"]
 
-
-class _Inherit:
-    def __repr__(self) -> str:
-        return "INHERIT"
-
-
-INHERIT: Any = _Inherit()
-"""``deps=INHERIT`` (the default): the child gets the parent run's ``deps``."""
 
 _PROMPT = "What to ask the agent: the whole task, with every detail it needs (it sees nothing else)."
 

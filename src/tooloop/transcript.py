@@ -7,7 +7,6 @@ import binascii
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -511,6 +510,8 @@ def usage_from_dict(data: Mapping[str, Any]) -> Usage:
     if cost is not None:
         if not isinstance(cost, str | int | float) or isinstance(cost, bool):
             raise TypeError(f"usage field 'cost' must be a decimal string, got {cost!r}")
+        from decimal import Decimal, InvalidOperation  # only for a stored cost
+
         try:
             cost = Decimal(str(cost))
         except InvalidOperation as exc:

@@ -17,11 +17,11 @@ from .limits import Limits
 from .observe import Tracer
 from .record import Journal
 from .shaping import ContextShaper, Shaper
-from .summarize import ResultSummarizer
 
 if TYPE_CHECKING:  # what only a run that uses them imports
     from ..tools.search import ToolSearch
     from .output import OutputSpec
+    from .summarize import ResultSummarizer
 
 __all__ = ["RunConfig", "SessionSource"]
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._checks import describe, require, require_count, require_seconds
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..messages import StopReason, Usage
+
+if TYPE_CHECKING:  # imported where a cost limit is set: runs without one need no decimal
+    from decimal import Decimal
 
 __all__ = ["Limits", "Spending", "budget_spent", "cost_reached", "limit_reached"]
 
@@ -112,6 +114,8 @@ def cost_reached(limits: Limits, usage: Usage, last: Usage | None) -> bool:
         return False
     if usage.cost is None and usage.requests:
         return True  # a request of unknown price (another model answered): the limit cannot be kept
+    from decimal import Decimal
+
     spent = usage.cost or Decimal(0)
     next_cost = None if last is None else last.cost
     return spent + (next_cost or Decimal(0)) > Decimal(limits.max_cost)
@@ -125,6 +129,8 @@ def budget_spent(limits: Limits, usage: Usage) -> bool:
 
 def _dollars(value: object) -> Decimal:
     """``Limits(max_cost=...)`` as a ``Decimal``: a finite, non-negative number of US dollars."""
+    from decimal import Decimal
+
     if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
         raise ArgumentTypeError(f"Limits(max_cost=...) got {describe(value)}; pass US dollars as a number, or None")
     try:

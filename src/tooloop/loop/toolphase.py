@@ -19,7 +19,7 @@ import operator
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._json import truncate
 from ..errors import ToolArgumentsError, ToolDeniedError, ToolError, UnknownToolError
@@ -49,7 +49,9 @@ from .observe import Watch
 from .record import Recorder, request_usage
 from .repair import interrupted, unique_id
 from .result import ApprovalDecision
-from .summarize import ResultSummarizer, summarize_outcome
+
+if TYPE_CHECKING:
+    from .summarize import ResultSummarizer
 
 __all__ = [
     "BatchContext",
@@ -624,6 +626,8 @@ def _failed(slot: Slot, exc: BaseException, batch: BatchContext) -> None:
 
 
 async def _summarize(slot: Slot, result: Any, batch: BatchContext) -> None:
+    from .summarize import summarize_outcome  # only for agents that summarise long results
+
     assert slot.outcome is not None and batch.summarize is not None
     slot.outcome = await summarize_outcome(slot.outcome, result, slot.limit, batch.summarize, batch.record)
 

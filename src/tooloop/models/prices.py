@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import PendingCost, Usage, held_cost, pending_cost
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = ["PRICED_PROVIDERS", "cost_of", "priced"]
 

@@ -13,12 +13,14 @@ run was cancelled, goes on until its function returns. So:
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported by the first sync call: runs of async tools need no queue module
+    import queue
 
 __all__ = ["Limiter", "start_in_thread"]
 
@@ -40,12 +42,16 @@ class _Workers:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
+            import queue
+
             inbox = queue.SimpleQueue()
             threading.Thread(target=self._work, args=(inbox,), name="tooloop-tool", daemon=True).start()
         inbox.put((fn, future))
         return future
 
     def _work(self, inbox: queue.SimpleQueue[_Work]) -> None:
+        import queue
+
         while True:
             try:
                 fn, future = inbox.get(timeout=_IDLE_SECONDS)
