@@ -85,3 +85,38 @@ async def test_data_that_is_not_one_value_each_is_read_event_by_event(wire: Wire
     reply = sse(chunk([{"text": "Hi"}]), 'data: {"candidates": []}, {"candidates": []}\r\n\r\n')
     together, _, apart, _ = await both(wire, gemini, reply)
     assert type(together) is type(apart) and isinstance(together, ProviderError)
+
+
+def recut(reply: Reply, size: int, *, line_end: bytes = b"\r\n") -> Reply:
+    """The same stream with ``line_end`` for its line ends, written in pieces of ``size`` bytes."""
+    assert reply.chunks is not None
+    body = b"".join(reply.chunks).replace(b"\r\n", line_end)
+    return Reply(reply.status, reply.headers, chunks=[body[i : i + size] for i in range(0, len(body), size)])
+
+
+@pytest.mark.parametrize(("size", "line_end"), [(7, b"\r\n"), (64, b"\r\n"), (1, b"\r\n"), (9, b"\n"), (9, b"\r")])
+async def test_pieces_cut_anywhere_read_as_whole_events(
+    wire: WireServer, gemini: GeminiModel, size: int, line_end: bytes
+) -> None:
+    call = {"functionCall": {"id": "g1", "name": "keep", "args": {"n": 1}}, "thoughtSignature": "c2ln"}
+    reply = sse(chunk([{"text": "Kee"}]), ": keep-alive\r\n\r\n", chunk([{"text": "ping."}]), chunk([call], "STOP"))
+    wire.queue(one_read(reply), recut(reply, size, line_end=line_end))
+    whole, whole_events = await answer(gemini)
+    cut, cut_events = await answer(gemini)
+    assert isinstance(whole, ModelResponse) and isinstance(cut, ModelResponse)
+    assert (whole.text, cut.text) == ("Keeping.", "Keeping.")
+    assert [dict(c.arguments) for c in cut.tool_calls] == [{"n": 1}]
+    assert cut.provider_data == whole.provider_data == {"google": {"signatures": {"g1": "c2ln"}, "ids": ["g1"]}}
+    assert merged(cut_events) == merged(whole_events)
+
+
+async def test_whole_pieces_then_a_cut_one(wire: WireServer, gemini: GeminiModel) -> None:
+    # the first read is whole events, the second ends inside one: the rest is the decoder's
+    first = sse(chunk([{"text": "One "}])).chunks
+    rest = sse(chunk([{"text": "two "}]), ERROR).chunks
+    assert first is not None and rest is not None
+    tail = b"".join(rest)
+    wire.queue(Reply(200, {"content-type": "text/event-stream"}, chunks=[*first, tail[:20], tail[20:]]))
+    failed, events = await answer(gemini)
+    assert isinstance(failed, ProviderError) and "Internal error." in str(failed)
+    assert merged(events) == [TextDelta("One two ")]

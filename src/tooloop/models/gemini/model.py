@@ -47,12 +47,12 @@ from ..payloads import listening
 from .caching import ExplicitCache
 from .request import PROVIDER, GeminiRequest, generation
 from .response import Reader, google_body, read_error
-from .stream import GeminiClient
+from .stream import GeminiClient, GeminiEvents
 
 if TYPE_CHECKING:
     from google import genai
 
-    from .sdk import SdkChannel
+    from .sdk import SdkChannel, SdkEvents
 
 __all__ = ["GeminiModel", "create"]
 
@@ -196,15 +196,19 @@ class GeminiModel(ProviderModel):
         del sent
         attempt = 0
         while True:
-            reader = Reader(self._name, on_event)
+            # The reader is made once the answer is there: nothing of it waits with the request.
+            reader: Reader | None = None
             try:
                 if shown is not None:
                     self._sent(shown)
                 if stream:
-                    return await self._streamed(payload, reader, shown is not None)
+                    events = await channel.stream(payload)
+                    reader = Reader(self._name, on_event)
+                    return await self._streamed(events, reader, shown is not None)
                 data = await channel.generate(payload)
                 if shown is not None:
                     self._received(data)
+                reader = Reader(self._name, on_event)
                 reader.add(data)
                 return reader.finish(streamed=False)
             except ProviderError:
@@ -214,13 +218,13 @@ class GeminiModel(ProviderModel):
                 if error is None:
                     raise
                 delay = self._delay(error, attempt, exc)
-                if delay is None or attempt >= self._retry.max_retries or reader.emitted:
+                emitted = reader is not None and reader.emitted
+                if delay is None or attempt >= self._retry.max_retries or emitted:
                     self._fail(exc, attempt + 1)
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _streamed(self, payload: Any, reader: Reader, shown: bool) -> ModelResponse:
-        events = await self._channel.stream(payload)
+    async def _streamed(self, events: GeminiEvents | SdkEvents, reader: Reader, shown: bool) -> ModelResponse:
         try:
             if shown:
                 add = reader.add
