@@ -24,6 +24,7 @@ from tooloop.errors import (
 from tooloop.events import ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from tooloop.messages import (
     AssistantMessage,
+    FrozenDict,
     StopReason,
     SystemMessage,
     ThinkingPart,
@@ -225,6 +226,12 @@ async def test_parallel_calls_streamed_with_ids_and_signature(wire: WireServer) 
     google = response.provider_data["google"]
     assert google["ids"] == ["g1", "g2"]
     assert base64.urlsafe_b64decode(google["signatures"]["g1"]) == b"signature-a"
+    # frozen as a recorded message keeps it, so the batch's first message takes it as it is
+    assert type(response.provider_data) is FrozenDict and type(google["signatures"]) is FrozenDict
+    with pytest.raises(TypeError):
+        google["signatures"]["g2"] = SIG_A
+    first = ToolCallMessage(tool_name="get_weather", tool_call_id="g1", provider_data=response.provider_data)
+    assert first.provider_data is response.provider_data
 
 
 async def test_text_then_call_and_empty_arguments(wire: WireServer) -> None:

@@ -231,7 +231,11 @@ def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]
     parts = _thought_parts(first.thinking) + _text_part(batch.text, data)
     results: list[dict[str, Any]] = []
     for index, call in enumerate(batch.calls):
-        function_call: dict[str, Any] = {"name": call.tool_name, "args": dict(call.arguments)}
+        arguments = call.arguments  # a FrozenDict, written as a dict: sent as it is, not copied
+        function_call: dict[str, Any] = {
+            "name": call.tool_name,
+            "args": arguments if isinstance(arguments, dict) else dict(arguments),
+        }
         outcome = for_model(call)
         response: dict[str, Any] = {
             "name": call.tool_name,

@@ -15,7 +15,7 @@ from typing import Any
 from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
-from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
+from ...messages import EMPTY, FrozenDict, FrozenList, ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
 from ..portable import encode_arguments
@@ -239,7 +239,8 @@ class Reader:
                 self.signatures = {}
             self.signatures[call_id] = signature
         arguments = call.get("args")
-        arguments = dict(arguments) if arguments else {}
+        if type(arguments) is not dict:  # else the JSON's own dict, made for this call alone
+            arguments = dict(arguments) if arguments else {}
         name = call.get("name") or ""
         made = new_draft(_ToolCallDraft)  # ToolCall(call_id, name, arguments), see tooloop._frozen
         made.id = call_id
@@ -289,17 +290,19 @@ class Reader:
         response: ModelResponse = made
         return response
 
-    def _provider_data(self) -> dict[str, Any]:
+    def _provider_data(self) -> Mapping[str, Any]:
+        """Deeply frozen, as the loop keeps it on the batch's first message: that message shares it
+        with the response instead of freezing a copy of its own."""
         if self.signatures is None and self.native_ids is None and not self.text_signature:
-            return {}
+            return EMPTY
         data: dict[str, Any] = {}
         if self.signatures:
-            data["signatures"] = self.signatures
+            data["signatures"] = FrozenDict(self.signatures)
         if self.native_ids:
-            data["ids"] = self.native_ids
+            data["ids"] = FrozenList(self.native_ids)
         if self.text_signature:
             data["text_signature"] = self.text_signature
-        return {PROVIDER: data} if data else {}
+        return FrozenDict({PROVIDER: FrozenDict(data)}) if data else EMPTY
 
 
 def _usage(meta: Mapping[str, Any] | None, tool_calls: int) -> Usage:
