@@ -5,6 +5,7 @@ TLS checked against the host name."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -199,3 +200,41 @@ async def test_tls_to_a_host_name_is_checked_against_that_name(
     url = f"https://localhost:{nginx.tls_port}/ok/{token}/v1"  # the certificate names localhost and 127.0.0.1
     assert (await ask(make(url), False)).text == "pong from ok"
     assert upstream.seen[token].hits == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+async def test_a_large_upload_to_a_slow_reader_arrives_whole_and_closing_ends_every_connection() -> None:
+    body = os.urandom(6 * 1024 * 1024)  # far more than the kernel's socket buffers: most of it waits in ours
+    ended = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal ended
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                digest = hashlib.sha256()
+                while length:
+                    piece = await reader.read(min(length, 65536))
+                    digest.update(piece)
+                    length -= len(piece)
+                    await asyncio.sleep(0.001)  # a slow reader: the client's writes pause and resume
+                answer = digest.hexdigest().encode()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer))
+        except asyncio.IncompleteReadError:  # the client closed the connection
+            ended += 1
+        writer.close()
+
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    before = _open_descriptors()
+    pool = Pool(Endpoint.parse(f"http://127.0.0.1:{port}"), connect_timeout=5, read_timeout=5)
+    head = b"POST /x HTTP/1.1\r\nhost: test\r\ncontent-length: %d\r\n\r\n" % len(body)
+    answers = await asyncio.gather(*(pool.request(head, body) for _ in range(3)))
+    assert [await answer.read() for answer in answers] == [hashlib.sha256(body).hexdigest().encode()] * 3
+    await pool.aclose()
+    await asyncio.sleep(0.1)
+    assert ended == 3  # each connection's server side saw its end
+    assert _open_descriptors() == before
+    server.close()
+    await server.wait_closed()

@@ -6,8 +6,9 @@ host name, a parse for a numeric one), then ``sock_connect`` with its checks, pa
 callbacks. At a burst that opens a thousand connections at once it was a large share of the
 client's CPU. Here an endpoint's addresses are looked up once and kept (:class:`Addresses`;
 concurrent connections share the one lookup), the socket is connected with ``connect_ex`` and one
-wait for it to become writable, and only then handed to ``create_connection(sock=...)`` for its
-transport (and its TLS handshake, checked against the host name).
+wait for it to become writable, and given a transport: the lean :class:`~.plain.PlainTransport` for
+plain HTTP on a selector loop, else ``create_connection(sock=...)``'s (TLS, its handshake checked
+against the host name).
 
 A connection that fails on every address raises what asyncio raises there (its one error, or
 ``Multiple exceptions: ...``), with the same text, so the messages built on it do not change.
@@ -23,6 +24,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from .plain import PlainTransport
 
 __all__ = ["TTL", "Addresses", "connect"]
 
@@ -115,6 +118,14 @@ async def connect(
     else:
         addresses.forget()
         raise _one(errors)
+    if tls is None and isinstance(loop, asyncio.SelectorEventLoop):
+        protocol = factory()
+        try:
+            PlainTransport(loop, sock, protocol)
+        except BaseException:
+            sock.close()
+            raise
+        return protocol
     hostname = addresses.host if tls is not None else None
     _, protocol = await loop.create_connection(factory, sock=sock, ssl=tls, server_hostname=hostname)
     return protocol
@@ -127,6 +138,9 @@ async def _connected(
     sock = socket.socket(family, kind, proto)
     try:
         sock.setblocking(False)
+        if not isinstance(loop, asyncio.SelectorEventLoop):  # no add_writer (Windows' proactor)
+            await loop.sock_connect(sock, address)
+            return sock
         code = sock.connect_ex(address)
         if code in (errno.EINPROGRESS, errno.EAGAIN, errno.EINTR):  # the usual case: the handshake is under way
             fd = sock.fileno()
