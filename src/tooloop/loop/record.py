@@ -130,9 +130,13 @@ class Recorder:
                 self._unrecorded = list(messages)
             else:
                 self._unrecorded.extend(messages)
-        if self.events is not None:
+        channel = self.events
+        if channel is not None:  # EventChannel.put, inline: one wake for all of them
+            items = channel.items
             for message in messages:
-                self.events.put(MessageAdded(message))
+                items.append(MessageAdded(message))
+            if channel.waiter is not None:
+                channel.wake()
 
     async def add(self, *messages: Message) -> None:
         """Append ``messages`` and journal them at once."""

@@ -145,6 +145,8 @@ def _tool_calls(calls: list[_RawCall], truncated: bool) -> tuple[ToolCall, ...]:
 
 def intact(text: str) -> str:
     """``text`` with surrogate pairs that arrived as separate ``\\u`` escapes joined again."""
+    if text.isascii():  # the usual case, known without a copy (a surrogate is never ASCII)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
