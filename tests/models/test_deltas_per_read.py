@@ -2,9 +2,10 @@
 
 Each answer is served from 127.0.0.1 in the provider's real wire format twice: all its events in
 one HTTP chunk (one read), then each event in its own chunk. From the single read the listener
-gets one delta per run of text, thinking, or one call's arguments, with the calls' opening
-deltas, in order; from either serving the response (text, calls, usage, stop reason, ids) is the
-same, and the deltas of both, joined per run, are the same.
+gets one delta per run of text, thinking, or one call's arguments, in order (a call's first delta
+with its id and name: Gemini's and Anthropic's with the arguments that came in the same read);
+from either serving the response (text, calls, usage, stop reason, ids) is the same, and the
+deltas of both, joined per run, are the same.
 """
 
 from __future__ import annotations
@@ -43,10 +44,8 @@ def anthropic() -> tuple[Reply, list[ModelEvent]]:
     expected: list[ModelEvent] = [
         ThinkingDelta(THOUGHT),
         TextDelta(TEXT),
-        ToolCallDelta(0, "toolu_1", "get_weather"),
-        ToolCallDelta(0, arguments_delta=json.dumps({"city": "Paris"})),
-        ToolCallDelta(1, "toolu_2", "get_weather"),
-        ToolCallDelta(1, arguments_delta=json.dumps({"city": "Rome"})),
+        ToolCallDelta(0, "toolu_1", "get_weather", json.dumps({"city": "Paris"})),  # opened in this read: one delta
+        ToolCallDelta(1, "toolu_2", "get_weather", json.dumps({"city": "Rome"})),
     ]
     return aw.streamed(content, "tool_use"), expected
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
@@ -19,7 +20,7 @@ from ..adapter import ErrorBody
 from ..base import TOOL_SEARCH_KEY
 from .request import PROVIDER
 
-__all__ = ["PROVIDER", "assemble", "parse_message", "read_error", "usage_from"]
+__all__ = ["PROVIDER", "assemble", "parse_message", "read_error", "respond", "tool_call", "usage_from"]
 
 _STOP_REASONS = {
     "end_turn": StopReason.END_TURN,
@@ -49,21 +50,48 @@ def parse_message(data: Any, output_tool: str | None = None) -> ModelResponse:
     )
 
 
+# A response's ModelResponse, Usage and ToolCalls are filled through drafts (see tooloop._frozen):
+# every field is set here, and a response is read for every turn of every conversation.
+_ModelResponseDraft = draft_of(ModelResponse)
+_UsageDraft = draft_of(Usage)
+_ToolCallDraft = draft_of(ToolCall)
+
+
 def usage_from(usage: Mapping[str, Any]) -> Usage:
     """Anthropic usage as tooloop :class:`Usage`: Anthropic's ``input_tokens`` leaves out cache reads
     and writes, tooloop's includes them; one-hour writes (``cache_creation.ephemeral_1h_input_tokens``)
     are counted apart, for their higher price."""
-    cache_read = usage.get("cache_read_input_tokens") or 0
-    cache_write = usage.get("cache_creation_input_tokens") or 0
-    creation = usage.get("cache_creation")
+    get = usage.get
+    cache_read = get("cache_read_input_tokens") or 0
+    cache_write = get("cache_creation_input_tokens") or 0
+    creation = get("cache_creation")
     hour = (creation.get("ephemeral_1h_input_tokens") or 0) if isinstance(creation, Mapping) else 0
-    return Usage(
-        input_tokens=(usage.get("input_tokens") or 0) + cache_read + cache_write,
-        output_tokens=usage.get("output_tokens") or 0,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        cache_write_1h_tokens=min(hour, cache_write),
-    )
+    made = new_draft(_UsageDraft)  # Usage(...) with every field given
+    made.input_tokens = (get("input_tokens") or 0) + cache_read + cache_write
+    made.output_tokens = get("output_tokens") or 0
+    made.requests = 0
+    made.tool_calls = 0
+    made.cache_read_tokens = cache_read
+    made.cache_write_tokens = cache_write
+    made.reasoning_tokens = 0
+    made.cost = None
+    made.estimated = False
+    made.cache_write_1h_tokens = min(hour, cache_write)
+    made.__class__ = Usage
+    out: Usage = made
+    return out
+
+
+def tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
+    """``ToolCall(call_id, name, arguments)``, filled through a draft."""
+    made = new_draft(_ToolCallDraft)
+    made.id = call_id
+    made.name = name
+    made.arguments = arguments
+    made.provider_data = None
+    made.__class__ = ToolCall
+    call: ToolCall = made
+    return call
 
 
 def assemble(
@@ -94,7 +122,7 @@ def assemble(
         if kind == "text":
             texts.append(block["text"])
         elif kind == "tool_use":
-            calls.append(ToolCall(block["id"], block["name"], block.get("input") or {}))
+            calls.append(tool_call(block["id"], block["name"], block.get("input") or {}))
         elif kind == "server_tool_use" or (isinstance(kind, str) and kind.endswith("_tool_result")):
             server = True
         elif kind == "thinking":
@@ -102,34 +130,67 @@ def assemble(
             thinking.append(ThinkingPart(block.get("thinking", ""), signature, provider=PROVIDER))
         elif kind == "redacted_thinking":
             thinking.append(ThinkingPart("", block.get("data"), redacted=True, provider=PROVIDER))
-    text = "".join(texts)
+    return respond(
+        texts,
+        calls,
+        thinking,
+        content if server else None,
+        stop_reason,
+        usage,
+        model,
+        output_tool,
+        stop_details,
+        response_id,
+        stop_sequence,
+    )
+
+
+def respond(
+    texts: list[str],
+    calls: list[ToolCall],
+    thinking: list[ThinkingPart],
+    server_content: list[Any] | None,
+    stop_reason: str | None,
+    usage: Mapping[str, Any],
+    model: str | None,
+    output_tool: str | None,
+    stop_details: Mapping[str, Any] | None,
+    response_id: Any,
+    stop_sequence: Any,
+) -> ModelResponse:
+    """What :func:`assemble` makes of the blocks once sorted out: the answer's texts, calls and
+    thinking in order, and its whole content when it has server blocks (else None)."""
+    text = texts[0] if len(texts) == 1 else "".join(texts)
     reason = _STOP_REASONS.get(stop_reason or "", StopReason.END_TURN)
     if output_tool is not None:
         text, calls = _take_output(text, calls, output_tool)
     if reason is StopReason.TOOL_USE and not calls:
         reason = StopReason.END_TURN
     refusal = _refusal(text, stop_details) if reason is StopReason.REFUSAL else None
-    data: dict[str, Any] = {"stop_details": dict(stop_details)} if stop_details else {}
     provider_data: dict[str, Any] = {}
-    if server:
-        data["content"] = [_kept(block) for block in content]
-        loaded = searched_tools(content)
-        if loaded:
-            provider_data[TOOL_SEARCH_KEY] = {"loaded": loaded}
-    if data:
+    if stop_details or server_content is not None:
+        data: dict[str, Any] = {"stop_details": dict(stop_details)} if stop_details else {}
+        if server_content is not None:
+            data["content"] = [_kept(block) for block in server_content]
+            loaded = searched_tools(server_content)
+            if loaded:
+                provider_data[TOOL_SEARCH_KEY] = {"loaded": loaded}
         provider_data[PROVIDER] = data
-    return ModelResponse(
-        text,
-        tuple(calls),
-        reason,
-        usage_from(usage),
-        thinking=tuple(thinking),
-        refusal=refusal,
-        model=model,
-        provider_data=provider_data,
-        response_id=response_id if isinstance(response_id, str) and response_id else None,
-        stop_sequence=stop_sequence if isinstance(stop_sequence, str) else None,
-    )
+    made = new_draft(_ModelResponseDraft)  # ModelResponse(...) with every field given
+    made.text = text
+    made.tool_calls = tuple(calls)
+    made.stop_reason = reason
+    made.usage = usage_from(usage)
+    made.thinking = tuple(thinking) if thinking else ()
+    made.refusal = refusal
+    made.model = model
+    made.provider_data = provider_data
+    made.response_id = response_id if isinstance(response_id, str) and response_id else None
+    made.stop_sequence = stop_sequence if isinstance(stop_sequence, str) else None
+    made.tokens = None
+    made.__class__ = ModelResponse
+    response: ModelResponse = made
+    return response
 
 
 def _kept(block: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,56 +9,50 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from itertools import repeat
 from typing import Any
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
-from ...messages import ModelResponse
+from ...messages import ModelResponse, ThinkingPart, ToolCall
 from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder, sse_events
-from .response import PROVIDER, assemble
+from .response import PROVIDER, assemble, respond, tool_call
 
 __all__ = ["AnthropicClient", "LeanEvents", "StreamReader"]
 
 
-class _Block:
-    __slots__ = ("data", "id", "input", "kind", "name", "parts", "signature", "start", "tool_index")
-
-    def __init__(self, start: Mapping[str, Any], tool_index: int) -> None:
-        self.start = start
-        self.kind: str = start.get("type", "")
-        self.parts: list[str] = []
-        self.id = start.get("id")
-        self.name = start.get("name")
-        self.input = start.get("input")
-        self.data = start.get("data")
-        self.signature: str = start.get("signature") or ""
-        self.tool_index = tool_index
-        initial = start.get("text") or start.get("thinking")
-        if initial:
-            self.parts.append(initial)
-
-    def finish(self) -> dict[str, Any]:
-        joined = "".join(self.parts)
-        if self.kind == "text":
-            return {"type": "text", "text": joined}
-        if self.kind == "thinking":
-            return {"type": "thinking", "thinking": joined, "signature": self.signature}
-        if self.kind == "tool_use":
-            return {"type": "tool_use", "id": self.id, "name": self.name, "input": joined or self.input or {}}
-        if self.kind == "redacted_thinking":
-            return {"type": self.kind, "data": self.data}
-        # server blocks (server_tool_use, *_tool_result...) as they started; a server call's
-        # input arrives as JSON deltas like a tool call's
-        return {**self.start, "input": joined} if self.parts and "input" in self.start else dict(self.start)
+def _finished(start: Mapping[str, Any], parts: list[str], signature: str) -> dict[str, Any]:
+    """A streamed block in the shape of a plain ``Message``'s (for answers with server blocks)."""
+    joined = "".join(parts)
+    kind = start.get("type", "")
+    if kind == "text":
+        return {"type": "text", "text": joined}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": joined, "signature": signature}
+    if kind == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": start.get("id"),
+            "name": start.get("name"),
+            "input": joined or start.get("input") or {},
+        }
+    if kind == "redacted_thinking":
+        return {"type": kind, "data": start.get("data")}
+    # server blocks (server_tool_use, *_tool_result...) as they started; a server call's
+    # input arrives as JSON deltas like a tool call's
+    return {**start, "input": joined} if parts and "input" in start else dict(start)
 
 
 _TEXT = -1
 _THOUGHT = -2
-"""The delta being gathered is answer text (``_TEXT``), thinking (``_THOUGHT``), else a call's position."""
+_NONE = -3
+"""The delta being gathered is answer text (``_TEXT``), thinking (``_THOUGHT``), else a call's
+position; the deltas of other blocks (a server call's input) are no event (``_NONE``)."""
+_SPANS = {"text": _TEXT, "thinking": _THOUGHT}
+_PIECES = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}
+"""The field of each delta type that holds a piece of its block."""
 
 
 class StreamReader:
@@ -66,13 +60,40 @@ class StreamReader:
 
     Feed it the ``(event name, JSON data)`` pairs of each network read (:meth:`feed_all`):
     consecutive pieces of the text, the thinking, or one call's input among them go to the
-    listener as one delta. Then take :meth:`result`. An ``error`` event raises the transport's
-    :class:`~tooloop.transport.client.StreamError` (after the deltas before it went out).
+    listener as one delta (a call's first one with its id and name). Then take :meth:`result`.
+    An ``error`` event raises the transport's :class:`~tooloop.transport.client.StreamError`
+    (after the deltas before it went out).
+
+    Each block is kept as the ``content_block`` it started with and the list of its pieces, by
+    its index; the response is made from them directly (the blocks of an answer with server
+    blocks first put in the shape of a plain ``Message``, as :func:`.response.assemble` reads them).
     """
+
+    __slots__ = (
+        "_parts",
+        "_signatures",
+        "_span",
+        "_span_head",
+        "_span_parts",
+        "_spans",
+        "_starts",
+        "model",
+        "on_event",
+        "response_id",
+        "stop_details",
+        "stop_reason",
+        "stop_sequence",
+        "stopped",
+        "tools",
+        "usage",
+    )
 
     def __init__(self, on_event: EventHandler | None) -> None:
         self.on_event = on_event
-        self.blocks: dict[int, _Block] = {}
+        self._starts: dict[int, Mapping[str, Any]] = {}  # block index -> its content_block
+        self._parts: dict[int, list[str]] = {}  # block index -> its text, thinking or JSON pieces
+        self._signatures: dict[int, str] | None = None  # block index -> signature deltas put together
+        self._spans: dict[int, int] = {}  # with a listener: block index -> what its deltas are (see _TEXT)
         self.tools = 0
         self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
@@ -83,34 +104,60 @@ class StreamReader:
         self.stopped = False
         self._span = 0
         self._span_parts: list[str] = []
+        self._span_head: Mapping[str, Any] | None = None  # the start of the call being gathered, not yet sent
 
     def feed_all(self, events: Iterable[tuple[str | None, bytes]]) -> None:
         """Take the events of one network read, in order."""
         try:
-            for name, raw in events:
-                if raw:
-                    self._event(name, loads(raw))
+            self._walk((name, loads(raw)) for name, raw in events if raw)
         finally:
-            if self._span_parts:
+            if self._span_parts or self._span_head is not None:
                 self._flush()
 
     def feed_parsed(self, heads: Sequence[bytes], events: list[Any]) -> None:
         """:meth:`feed_all` for the events of one network read already parsed, with their
         ``event:`` lines as sent (a name is read from one only for data without a type)."""
         try:
-            for head, data in zip(heads, events, strict=True):
-                self._event(head[7:], data)
+            self._walk(zip(heads, events, strict=True))
         finally:
-            if self._span_parts:
+            if self._span_parts or self._span_head is not None:
                 self._flush()
 
-    def _event(self, name: str | bytes | None, data: Any) -> None:
-        kind = data.get("type") or (name.decode() if isinstance(name, bytes) else name)
-        if kind == "content_block_delta":
-            self.delta(data)
-        elif kind == "content_block_start":
-            self.start(data)
-        elif kind == "message_start":
+    def _walk(self, events: Iterable[tuple[str | bytes | None, Any]]) -> None:
+        # the deltas, most of the events, read here without a call each
+        parts = self._parts
+        spans = self._spans if self.on_event is not None else None
+        for name, data in events:
+            kind = data.get("type") or (name.decode() if isinstance(name, bytes) else name)
+            if kind == "content_block_delta":
+                delta = data["delta"]
+                delta_kind = delta["type"]
+                field = _PIECES.get(delta_kind)
+                if field is None:  # citations and future delta types carry nothing tooloop keeps
+                    if delta_kind == "signature_delta":
+                        self._sign(data["index"], delta["signature"])
+                    continue
+                piece = delta[field]
+                if not piece:
+                    continue
+                index = data["index"]
+                parts[index].append(piece)
+                if spans is not None:
+                    span = spans[index]
+                    if span != _NONE:
+                        if span != self._span and (self._span_parts or self._span_head is not None):
+                            self._flush()
+                        self._span = span
+                        self._span_parts.append(piece)
+            elif kind == "content_block_stop" or kind == "ping":
+                continue
+            elif kind == "content_block_start":
+                self.start(data)
+            else:
+                self._event(kind, data)
+
+    def _event(self, kind: str | None, data: Any) -> None:
+        if kind == "message_start":
             self.message_start(data)
         elif kind == "message_delta":
             self.message_delta(data)
@@ -118,6 +165,13 @@ class StreamReader:
             self.stopped = True
         elif kind == "error":
             raise StreamError(data)
+
+    def _sign(self, index: int, piece: str) -> None:
+        if index not in self._starts:  # a delta of a block that never started fails as any other would
+            raise KeyError(index)
+        if self._signatures is None:
+            self._signatures = {}
+        self._signatures[index] = self._signatures.get(index, "") + piece
 
     def result(self, output_tool: str | None = None) -> ModelResponse:
         """The response; :class:`ProviderConnectionError` when the stream ended before ``message_stop``."""
@@ -129,47 +183,28 @@ class StreamReader:
 
     def start(self, data: Mapping[str, Any]) -> None:
         start = data["content_block"]
-        block = _Block(start, self.tools)
-        self.blocks[data["index"]] = block
-        if block.kind == "tool_use":
+        index = data["index"]
+        self._starts[index] = start
+        kind = start.get("type", "")
+        initial = start.get("text") or start.get("thinking")
+        self._parts[index] = [initial] if initial else []
+        on_event = self.on_event
+        if kind == "tool_use":
+            position = self.tools
             self.tools += 1
-            if self.on_event is not None:
-                if self._span_parts:
+            if on_event is not None:  # its id and name go out with the input that comes in the same read
+                self._spans[index] = position
+                if self._span_parts or self._span_head is not None:
                     self._flush()
-                self.on_event(ToolCallDelta(block.tool_index, block.id, block.name))
-        elif self.on_event is not None and block.parts:
-            self._gather(_THOUGHT if block.kind == "thinking" else _TEXT, block.parts[0])
-
-    def delta(self, data: Mapping[str, Any]) -> None:
-        block = self.blocks[data["index"]]
-        delta = data["delta"]
-        kind = delta["type"]
-        if kind == "text_delta":
-            piece = delta["text"]
-        elif kind == "input_json_delta":
-            piece = delta["partial_json"]
-            if not piece:
-                return
-            block.parts.append(piece)
-            if self.on_event is not None and block.kind == "tool_use":
-                self._gather(block.tool_index, piece)
-            return
-        elif kind == "thinking_delta":
-            piece = delta["thinking"]
-        elif kind == "signature_delta":
-            block.signature += delta["signature"]
-            return
-        else:  # citations and future delta types carry nothing tooloop keeps
-            return
-        block.parts.append(piece)
-        if self.on_event is not None and piece:
-            self._gather(_THOUGHT if block.kind == "thinking" else _TEXT, piece)
-
-    def _gather(self, span: int, piece: str) -> None:
-        if self._span != span and self._span_parts:
-            self._flush()
-        self._span = span
-        self._span_parts.append(piece)
+                self._span = position
+                self._span_head = start
+        elif on_event is not None:
+            span = self._spans[index] = _SPANS.get(kind, _NONE)
+            if initial and span != _NONE:
+                if span != self._span and (self._span_parts or self._span_head is not None):
+                    self._flush()
+                self._span = span
+                self._span_parts.append(initial)
 
     def _flush(self) -> None:
         """Send the delta being gathered."""
@@ -178,7 +213,11 @@ class StreamReader:
         self._span_parts = []
         text = parts[0] if len(parts) == 1 else "".join(parts)
         span = self._span
-        if span == _TEXT:
+        head = self._span_head
+        if head is not None:  # a call that opened in this read: one delta with its id, name and input so far
+            self._span_head = None
+            self.on_event(ToolCallDelta(span, head.get("id"), head.get("name"), text))
+        elif span == _TEXT:
             self.on_event(TextDelta(text))
         elif span == _THOUGHT:
             self.on_event(ThinkingDelta(text))
@@ -199,7 +238,52 @@ class StreamReader:
         self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
 
     def response(self, output_tool: str | None) -> ModelResponse:
-        content = [self.blocks[index].finish() for index in sorted(self.blocks)]
+        starts, parts = self._starts, self._parts
+        signatures = self._signatures or {}
+        texts: list[str] = []
+        thinking: list[ThinkingPart] = []
+        calls: list[ToolCall] = []
+        for index in sorted(starts):
+            start = starts[index]
+            kind = start.get("type", "")
+            pieces = parts[index]
+            if kind == "text":
+                texts.append(pieces[0] if len(pieces) == 1 else "".join(pieces))
+            elif kind == "tool_use":
+                arguments = "".join(pieces) or start.get("input") or {}
+                calls.append(tool_call(start.get("id"), start.get("name"), arguments))
+            elif kind == "thinking":
+                signature = (start.get("signature") or "") + signatures.get(index, "")
+                thinking.append(ThinkingPart("".join(pieces), signature or None, provider=PROVIDER))
+            elif kind == "redacted_thinking":
+                thinking.append(ThinkingPart("", start.get("data"), redacted=True, provider=PROVIDER))
+            elif kind == "server_tool_use" or (isinstance(kind, str) and kind.endswith("_tool_result")):
+                return self._with_server_blocks(output_tool)
+        return respond(
+            texts,
+            calls,
+            thinking,
+            None,
+            self.stop_reason,
+            self.usage,
+            self.model,
+            output_tool,
+            self.stop_details,
+            self.response_id,
+            self.stop_sequence,
+        )
+
+    def _with_server_blocks(self, output_tool: str | None) -> ModelResponse:
+        """The response of an answer with server blocks, its content kept as a plain ``Message``'s."""
+        signatures = self._signatures or {}
+        content = [
+            _finished(
+                self._starts[index],
+                self._parts[index],
+                (self._starts[index].get("signature") or "") + signatures.get(index, ""),
+            )
+            for index in sorted(self._starts)
+        ]
         return assemble(
             content,
             self.stop_reason,
@@ -263,6 +347,8 @@ class LeanEvents:
 _CR = 0x0D
 _EVENT = b"event: "
 _DATA = b"data: "
+_NEXT_EVENT = b"\nevent: "
+_NEXT_DATA = b"\ndata: "
 
 
 def _usual_events(piece: bytes) -> tuple[list[bytes], list[Any]] | None:
@@ -272,14 +358,20 @@ def _usual_events(piece: bytes) -> tuple[list[bytes], list[Any]] | None:
     if not piece.startswith(_EVENT) or piece[-2:] != b"\n\n" or _CR in piece:
         return None
     lines = piece.split(b"\n")  # event, data, blank, ... and the empty rest after the last blank line
-    heads, datas = lines[0:-1:3], lines[1::3]
     if len(lines) % 3 != 1 or any(lines[2::3]):
         return None
-    if not all(map(bytes.startswith, heads, repeat(_EVENT))) or not all(map(bytes.startswith, datas, repeat(_DATA))):
+    heads, datas = lines[0:-1:3], lines[1::3]
+    # A line holds no line end, so in lines joined by one, "\ndata: " is found once for each line
+    # after the first that starts with "data: " (and only there): counted in one call, not a
+    # call per line. Then it is where two data lines were joined.
+    others = len(datas) - 1
+    joined = b"\n".join(datas)
+    if not joined.startswith(_DATA) or joined.count(_NEXT_DATA) != others:
         return None
-    # a line holds no line end, so "\ndata: " is found only where two data lines were joined
+    if b"\n".join(heads).count(_NEXT_EVENT) != others:  # the first starts the piece, checked above
+        return None
     try:
-        events = fast_loads(b"[" + b"\n".join(datas)[6:].replace(b"\ndata: ", b",") + b"]")
+        events = fast_loads(b"[" + joined[6:].replace(_NEXT_DATA, b",") + b"]")
     except ValueError:
         return None
     return (heads, events) if len(events) == len(datas) else None
