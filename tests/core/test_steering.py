@@ -153,6 +153,27 @@ async def test_a_message_sent_while_the_final_answer_streams_starts_the_next_tur
     assert conversation.undelivered == ()
 
 
+async def test_a_run_never_steered_refuses_messages_once_it_ended() -> None:
+    # a run's inbox is made by the first message: without one, the end of the run still closes it
+    conversation = Agent(FunctionModel(lambda r: "ok")).conversation("go")
+    assert [getattr(m, "text", None) async for m in conversation] == ["go", "ok"]
+    assert conversation.steer("too late") is False
+    assert conversation.undelivered == ()
+
+
+async def test_a_message_sent_before_the_run_starts_is_seen_by_its_first_request() -> None:
+    seen: list[list[str]] = []
+
+    def respond(request: ModelRequest) -> str:
+        seen.append(user_texts(request.messages))
+        return "ok"
+
+    conversation = Agent(FunctionModel(respond)).conversation("go")
+    assert conversation.steer("and quickly")
+    assert [getattr(m, "text", None) async for m in conversation] == ["go", "and quickly", "ok"]
+    assert seen == [["go", "and quickly"]]
+
+
 async def test_from_another_thread_with_the_sync_stream() -> None:
     gate = threading.Event()
 
