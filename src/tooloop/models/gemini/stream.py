@@ -30,8 +30,7 @@ class GeminiEvents:
 
     def __init__(self, response: Response) -> None:
         self._response = response
-        self._decoder = SSEDecoder()
-        self._whole = True  # every piece so far was whole events read here: the decoder holds nothing
+        self._decoder: SSEDecoder | None = None  # made for the first piece that is not whole events
 
     async def read(self, take: Callable[[list[Any]], None]) -> None:
         """Call ``take`` with the events of each network read, in order, until the end of the body
@@ -61,12 +60,14 @@ class GeminiEvents:
     def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad
         JSON): all of them parsed in one call, a failure found again one by one."""
-        if self._whole and piece.startswith(b"data: ") and piece.endswith(b"\r\n\r\n"):
-            found = _whole_events(piece)
-            if found is not None:
-                return found
-        self._whole = False
-        datas = self._decoder.data(piece)
+        decoder = self._decoder
+        if decoder is None:  # every piece so far was whole events, read here
+            if piece.startswith(b"data: ") and piece.endswith(b"\r\n\r\n"):
+                found = _whole_events(piece)
+                if found is not None:
+                    return found
+            decoder = self._decoder = SSEDecoder()
+        datas = decoder.data(piece)
         if len(datas) > 1:
             joined = b",".join(datas)
             try:
