@@ -15,6 +15,7 @@ from tooloop.errors import (
     BadRequestError,
     ConfigurationError,
     ContextLengthError,
+    ModelResponseError,
     ProviderConnectionError,
     ProviderOverloadedError,
     RateLimitError,
@@ -573,3 +574,88 @@ async def test_agent_runs_a_tool_and_sends_the_result_back(wire: WireServer) -> 
         {"type": "function_call_output", "call_id": "call_a", "output": "sunny in Paris"},
     ]
     assert second["tools"][0]["name"] == "get_weather"
+
+
+# ---------------------------------------------------------------- the fields read, the rest skipped
+
+
+def one_read(reply: Reply) -> Reply:
+    """``reply`` with all its events in one HTTP chunk (one network read on the lean transport)."""
+    assert reply.chunks is not None
+    return Reply(reply.status, reply.headers, chunks=[b"".join(reply.chunks)])
+
+
+async def test_plain_answer_without_output_reports_the_whole_body(wire: WireServer) -> None:
+    body = {"object": "response", "status": "completed", "detail": {"why": "no output here"}}
+    wire.queue(json_reply(body))
+    with pytest.raises(ModelResponseError, match="without an output list") as raised:
+        await model(wire).respond(ask())
+    assert raised.value.body == body
+
+
+async def test_plain_answer_with_a_lone_surrogate(wire: WireServer) -> None:
+    # orjson and msgspec refuse "\ud83d" alone; the standard library reads it, and so does the adapter
+    raw = json.dumps(response([message("half \ud83d here")])).encode()
+    wire.queue(Reply(200, {"content-type": "application/json"}, raw))
+    answer = await model(wire).respond(ask())
+    assert answer.text == "half \ud83d here"
+    assert answer.usage == Usage(input_tokens=10, output_tokens=5)
+
+
+async def test_plain_answer_read_from_its_fields(wire: WireServer) -> None:
+    body = response([REASONING, message("Checking."), call("call_a", "get_weather", '{"city":"Rome"}')], out=9)
+    body["tools"] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": True}]
+    body["instructions"] = "Be brief."
+    wire.queue(json_reply(body))
+    answer = await model(wire).respond(ask())
+    assert answer.text == "Checking."
+    assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [("call_a", "get_weather", '{"city":"Rome"}')]
+    assert answer.stop_reason is StopReason.TOOL_USE
+    assert answer.response_id == "resp_1" and answer.model == body["model"]
+    assert answer.provider_data == {"openai-responses": {"reasoning": [REASONING]}}
+    assert answer.thinking == (ThinkingPart("Need the weather.", provider="openai-responses"),)
+
+
+async def test_stream_in_one_read_with_a_field_of_an_odd_type(wire: WireServer) -> None:
+    # an item that is no object: the piece's events are parsed one by one, as a whole
+    final = response([message("Hi"), call("call_a", "get_weather", '{"city":"Rome"}', item_id="fc_a")])
+    stream = Stream().text(0, "H", "i").add("response.output_item.added", output_index=7, item="odd")
+    stream.call_added(1, "call_a", "get_weather", "fc_a").args(1, '{"city":"Rome"}', "fc_a")
+    stream.call_done(1, "call_a", "get_weather", '{"city":"Rome"}', "fc_a")
+    wire.queue(one_read(stream.end("response.completed", final)))
+    events, on_event = collect()
+    answer = await model(wire).respond(ask(), on_event)
+    assert answer.text == "Hi" and answer.tool_calls[0].arguments == '{"city":"Rome"}'
+    assert merged(events) == [
+        TextDelta("Hi"),
+        ToolCallDelta(0, "call_a", "get_weather", '{"city":"Rome"}'),
+    ]
+
+
+async def test_error_event_in_one_read_keeps_its_fields(wire: WireServer) -> None:
+    stream = Stream().text(0, "Hel")
+    stream.add("error", code="context_length_exceeded", message="Too long.", param="input")
+    error_event = stream.events[-1][1]
+    wire.queue(one_read(stream.reply()))
+    events, on_event = collect()
+    with pytest.raises(ContextLengthError, match="Too long") as raised:
+        await model(wire).respond(ask(), on_event)
+    assert raised.value.body == error_event
+    assert events == [TextDelta("Hel")]
+
+
+async def test_a_payload_listener_sees_whole_answers(wire: WireServer) -> None:
+    from tooloop.models.payloads import ProviderPayload, listen
+
+    body = response([message("Hello!")])
+    body["tools"] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": True}]
+    stream = Stream().text(0, "Hello!")
+    wire.queue(json_reply(body), one_read(stream.end("response.completed", body)))
+    seen: list[ProviderPayload] = []
+    llm = model(wire)
+    with listen(seen.append):
+        assert (await llm.respond(ask())).text == "Hello!"
+        assert (await llm.respond(ask(), collect()[1])).text == "Hello!"
+    answers = [p for p in seen if p.direction == "response"]
+    assert answers[0].data == body and not answers[0].streamed
+    assert answers[1].data == [payload for _, payload in stream.events] and answers[1].streamed

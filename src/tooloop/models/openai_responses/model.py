@@ -42,7 +42,7 @@ from ..base import ModelRequest, ModelSettings
 from ..openai_chat.model import openai_headers
 from ..payloads import listening
 from .request import INPUT_KINDS, PROVIDER, ResponsesRequest
-from .response import read, read_error
+from .response import decode, read, read_error
 from .stream import ResponsesClient, ResponsesStreamReader
 
 if TYPE_CHECKING:
@@ -192,7 +192,10 @@ class OpenAIResponsesModel(ProviderModel):
         payload = self._channel.encode(body)
         del body
         if not stream:
-            data = await self._channel.post_json(PATH, payload)
+            channel = self._channel
+            if isinstance(channel, ResponsesClient) and not listening():
+                return read(decode(await channel.post_bytes(PATH, payload)))
+            data = await channel.post_json(PATH, payload)
             self._received(data)
             return read(data)
         events = await self._channel.post_stream(PATH, payload)

@@ -1,24 +1,54 @@
 """Reading a Responses API answer (the plain body, or a stream's terminal ``response``) into one result.
 
 The answer is read as the parsed wire JSON, whichever transport brought it, so both give the
-same response for the same bytes.
+same response for the same bytes. On the lean path its bytes are decoded by :func:`decode`, which
+builds only the fields :func:`read` looks at (:class:`ResponseFields`): the answer repeats the
+request's tools, instructions and settings, which nothing reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
+
+import msgspec
 
 from ...errors import ModelResponseError, ProviderError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
-from ...transport.client import StatusError, StreamError
+from ...transport.client import StatusError, StreamError, loads
 from ..adapter import ErrorBody
 from ..base import TOOL_SEARCH_KEY
 from ..error_table import provider_error
 from ..openai_chat.model import read_error as read_openai_error
 from .request import PROVIDER
 
-__all__ = ["read", "read_error"]
+__all__ = ["ResponseFields", "decode", "read", "read_error"]
+
+
+class ResponseFields(TypedDict, total=False):
+    """The fields of a ``Response`` object that :func:`read` reads; a decoder given this type skips the others."""
+
+    id: Any
+    status: Any
+    model: Any
+    output: Any
+    usage: Any
+    incomplete_details: Any
+    error: Any
+
+
+_RESPONSE = msgspec.json.Decoder(ResponseFields)
+
+
+def decode(body: bytes) -> Any:
+    """A plain answer's bytes as :func:`read` takes them: the :class:`ResponseFields` of a response
+    object, or anything else the body holds parsed as a whole (for the error that reports it, with
+    the whole body; ``loads``'s error when it is no JSON)."""
+    try:
+        data = _RESPONSE.decode(body)
+    except ValueError:  # not an object, or JSON only the standard library reads (a lone surrogate)
+        return loads(body)
+    return data if isinstance(data.get("output"), list) else loads(body)
 
 
 def read(data: Any) -> ModelResponse:

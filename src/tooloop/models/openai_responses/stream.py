@@ -9,7 +9,9 @@ from the terminal ``response.completed`` (``.incomplete``, ``.failed``) event, t
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypedDict
+
+import msgspec
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
@@ -18,7 +20,7 @@ from ...transport.client import Client, StreamError, fast_loads, loads
 from ...transport.http import Response
 from ...transport.sse import SSEDecoder
 from .request import PROVIDER
-from .response import read
+from .response import ResponseFields, read
 
 __all__ = ["ResponsesClient", "ResponsesEvents", "ResponsesStreamReader"]
 
@@ -161,12 +163,42 @@ class ResponsesStreamReader:
         self._emit(ToolCallDelta(self._call_index[output_index], arguments_delta=arguments[len(said) :]))
 
 
+class _Item(TypedDict, total=False):
+    """What the reader reads of an ``output_item.added`` / ``.done`` event's item."""
+
+    type: Any
+    call_id: Any
+    name: Any
+    arguments: Any
+
+
+class _Event(TypedDict, total=False):
+    """What the reader reads of an event: its deltas, a call item, the terminal response, an
+    error (the ``error`` event's fields, or an error object in place of an event)."""
+
+    type: Any
+    output_index: Any
+    delta: Any
+    arguments: Any
+    item: _Item | None
+    response: ResponseFields | None
+    error: Any
+    code: Any
+    message: Any
+    param: Any
+    sequence_number: Any
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+
+
 class ResponsesEvents:
     """The events of one streamed answer on the lean transport, each parsed once.
 
     Read them with :meth:`read` (the events of each network read handed over together, the
-    cheaper way) or by iterating. A stream read to its end gives its connection back to the
-    pool; :meth:`close` drops it otherwise.
+    cheaper way: each event's fields the reader reads, the rest skipped, not built) or by
+    iterating (every field, for a payload listener). A stream read to its end gives its
+    connection back to the pool; :meth:`close` drops it otherwise.
     """
 
     __slots__ = ("_decoder", "_response")
@@ -179,21 +211,22 @@ class ResponsesEvents:
         """Call ``take`` with the events of each network read, in order, until the end of the body."""
         response = self._response
         while piece := await response.piece():
-            events = self._decode(piece)
+            events = self._decode(piece, _EVENTS.decode)
             if events:
                 take(events)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         async for piece in self._response.iter_bytes():
-            for event in self._decode(piece):
+            for event in self._decode(piece, fast_loads):
                 yield event
 
-    def _decode(self, piece: bytes) -> list[Any]:
+    def _decode(self, piece: bytes, joined: Callable[[bytes], Any]) -> list[Any]:
+        """The events ``piece`` completes; the usual piece's all parsed by one ``joined`` call."""
         datas = self._decoder.named_data(piece)
-        if datas is not None and len(datas) > 1:  # the usual piece: all its events parsed in one call
+        if datas is not None and len(datas) > 1:
             try:
-                events = fast_loads(b"[" + b",".join(datas) + b"]")
-            except ValueError:  # a [DONE], or JSON only the standard library reads: one by one
+                events = joined(b"[" + b",".join(datas) + b"]")
+            except ValueError:  # a [DONE], JSON only the standard library reads, a field of an odd type: one by one
                 pass
             else:
                 if len(events) == len(datas):  # else data that is not one JSON value each
