@@ -311,7 +311,7 @@ class Client:
         policy = self.retry
         attempt = 0
         prefix = self._prefix(path)
-        hops: list[str] = []  # the URLs redirects led to
+        hops: tuple[str, ...] = ()  # the URLs redirects led to (a tuple: no list made per request)
         while True:
             tail = self._tail % ((len(body), attempt) if self._counted else len(body))
             try:
@@ -328,7 +328,7 @@ class Client:
                 await response.read()
                 url = hops[-1] if hops else self.endpoint.url + "/" + path.lstrip("/")
                 endpoint, prefix = self._redirect(url, response.headers.get("location"), len(hops))
-                hops.append(endpoint.url)
+                hops += (endpoint.url,)
                 pool = pool.elsewhere(endpoint)
                 continue
             data = await response.read()

@@ -167,12 +167,13 @@ class Connection(asyncio.Protocol):
         nothing is left); the connection's error if it broke."""
         data = self._data
         if data:
-            self._data = []
+            taken = data[0] if len(data) == 1 else b"".join(data)
+            data.clear()  # the same list again: no new one per read
             self._buffered = 0
             if self._paused:
                 self._paused = False
                 self.transport.resume_reading()
-            return data[0] if len(data) == 1 else b"".join(data)
+            return taken
         if self._error is not None:
             raise self._error
         return b""
@@ -322,7 +323,8 @@ class _Parse:
     def on_message_begin(self) -> None:
         if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
             raise _Extra
-        self.headers = []
+        if self.headers:  # a 1xx answer's headers: the real answer's replace them
+            self.headers = []
         self.complete = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -388,7 +390,12 @@ class Response:
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool); the idle timeout holds for each read."""
-        data = await self._raw_piece()  # usually the whole body, already parsed with the head
+        body = self._parse.body
+        if self._conn is None and body:  # the usual case: the whole body came with the head
+            data = body[0] if len(body) == 1 else b"".join(body)
+            body.clear()
+        else:
+            data = await self._raw_piece()
         if self._conn is not None:
             pieces = [data]
             while piece := await self._raw_piece():
@@ -442,8 +449,9 @@ class Response:
         while True:
             body = parse.body
             if body:
-                parse.body = []
-                return body[0] if len(body) == 1 else b"".join(body)
+                taken = body[0] if len(body) == 1 else b"".join(body)
+                body.clear()
+                return taken
             conn = self._conn
             if conn is None:
                 return b""
