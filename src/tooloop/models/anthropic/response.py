@@ -65,7 +65,9 @@ def usage_from(usage: Mapping[str, Any]) -> Usage:
     cache_read = get("cache_read_input_tokens") or 0
     cache_write = get("cache_creation_input_tokens") or 0
     creation = get("cache_creation")
-    hour = (creation.get("ephemeral_1h_input_tokens") or 0) if isinstance(creation, Mapping) else 0
+    # a dict as parsed, checked first: an isinstance check against the Mapping ABC costs more
+    readable = type(creation) is dict or isinstance(creation, Mapping)
+    hour = (creation.get("ephemeral_1h_input_tokens") or 0) if readable else 0  # type: ignore[union-attr]
     made = new_draft(_UsageDraft)  # Usage(...) with every field given
     made.input_tokens = (get("input_tokens") or 0) + cache_read + cache_write
     made.output_tokens = get("output_tokens") or 0
