@@ -212,7 +212,7 @@ class _RunPart(BatchMemo[_Batch]):
         super().__init__()
         self.ids = _ids()
         self.messages: tuple[Message, ...] = ()
-        self.system: list[str] = []
+        self.system: tuple[str, ...] = ()  # texts only: a tuple the collector stops tracking
         self.out: list[dict[str, Any]] = []
         self.tool_search = False
 
@@ -232,7 +232,7 @@ def request_messages(request: ModelRequest, model: str) -> tuple[str, list[dict[
     system = list(run.system) if done else []
     out = list(run.out) if done else []
     _convert(messages[done:] if done else messages, model, run, request.tool_search, system, out, run.ids)
-    run.messages, run.system, run.out, run.tool_search = messages, system, out, request.tool_search
+    run.messages, run.system, run.out, run.tool_search = messages, tuple(system), out, request.tool_search
     return "\n\n".join(system), list(out)
 
 
