@@ -8,7 +8,6 @@ request's tools, instructions and settings, which nothing reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import msgspec
@@ -62,20 +61,23 @@ def read(data: Any) -> ModelResponse:
     thinking: list[ThinkingPart] = []
     reasoning: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
-    for item in data["output"]:
+    searched = False
+    output = data["output"]
+    for item in output:
         kind = item.get("type")
-        if kind == "message":
-            for content in item.get("content") or ():
-                part = content.get("type")
-                if part == "output_text":
-                    text.append(content.get("text") or "")
-                elif part == "refusal":
-                    refusal.append(content.get("refusal") or "")
-        elif kind == "function_call":
+        if kind == "function_call":
             if item.get("status") in (None, "completed"):  # a call cut off by the token limit never runs
                 calls.append(ToolCall(item.get("call_id"), item.get("name"), item.get("arguments") or "{}"))
+        elif kind == "message":
+            _message(item, text, refusal)
         elif kind == "reasoning":
             _reasoning(item, thinking, reasoning)
+        elif kind in _SEARCH_ITEMS:
+            searched = True
+    if searched:
+        provider_data = _searched(output)
+    else:
+        provider_data = {PROVIDER: {"reasoning": reasoning}} if reasoning else {}
     return ModelResponse(
         "".join(text),
         tuple(calls),
@@ -84,19 +86,27 @@ def read(data: Any) -> ModelResponse:
         thinking=tuple(thinking),
         refusal="".join(refusal) or None,
         model=data.get("model"),
-        provider_data=_provider_data(data["output"], reasoning),
+        provider_data=provider_data,
         response_id=data.get("id") or None,
     )
+
+
+def _message(item: dict[str, Any], text: list[str], refusal: list[str]) -> None:
+    for content in item.get("content") or ():
+        part = content.get("type")
+        if part == "output_text":
+            text.append(content.get("text") or "")
+        elif part == "refusal":
+            refusal.append(content.get("refusal") or "")
 
 
 _SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
 
 
-def _provider_data(output: list[Any], reasoning: list[dict[str, Any]]) -> dict[str, Any]:
-    """What goes back with the answer: its reasoning items or, when the provider's tool search
-    ran, its reasoning and search items in their order ("items"), and the tools the search loaded."""
-    if not any(item.get("type") in _SEARCH_ITEMS for item in output):
-        return {PROVIDER: {"reasoning": reasoning}} if reasoning else {}
+def _searched(output: list[Any]) -> dict[str, Any]:
+    """What goes back with an answer where the provider's tool search ran: its reasoning and
+    search items in their order ("items"), and the tools the search loaded (else its reasoning
+    items alone go back, as :func:`read` keeps them)."""
     kept: list[dict[str, Any]] = []
     loaded: list[str] = []
     for item in output:
@@ -148,7 +158,7 @@ def _without_none(value: Any) -> Any:
 def _stop_reason(data: dict[str, Any], has_calls: bool, refused: bool) -> StopReason:
     if data.get("status") == "incomplete":
         details = data.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, Mapping) else None
+        reason = details.get("reason") if isinstance(details, dict) else None
         if reason == "content_filter":
             return StopReason.REFUSAL
         return StopReason.MAX_TOKENS
@@ -158,7 +168,7 @@ def _stop_reason(data: dict[str, Any], has_calls: bool, refused: bool) -> StopRe
 
 
 def _usage(usage: Any, tool_calls: int) -> Usage:
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, dict):  # parsed JSON, whichever transport brought it
         return Usage(tool_calls=tool_calls)
     inputs = usage.get("input_tokens_details")
     outputs = usage.get("output_tokens_details")
@@ -166,8 +176,8 @@ def _usage(usage: Any, tool_calls: int) -> Usage:
         input_tokens=usage.get("input_tokens") or 0,
         output_tokens=usage.get("output_tokens") or 0,
         tool_calls=tool_calls,
-        cache_read_tokens=(inputs.get("cached_tokens") or 0) if isinstance(inputs, Mapping) else 0,
-        reasoning_tokens=(outputs.get("reasoning_tokens") or 0) if isinstance(outputs, Mapping) else 0,
+        cache_read_tokens=(inputs.get("cached_tokens") or 0) if isinstance(inputs, dict) else 0,
+        reasoning_tokens=(outputs.get("reasoning_tokens") or 0) if isinstance(outputs, dict) else 0,
     )
 
 

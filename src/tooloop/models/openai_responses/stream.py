@@ -24,11 +24,21 @@ from .response import ResponseFields, read
 
 __all__ = ["ResponsesClient", "ResponsesEvents", "ResponsesStreamReader"]
 
-_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_THINKING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-_CALL_ITEM = frozenset({"response.output_item.added", "response.output_item.done"})
-_DELTAS = _THINKING | _CALL_ITEM | {"response.function_call_arguments.delta", "response.function_call_arguments.done"}
-"""The events :meth:`ResponsesStreamReader._delta` reads."""
+_TEXT_DELTA, _END, _THINKING, _ARGUMENTS, _ARGUMENTS_DONE, _ITEM_ADDED, _ITEM_DONE = range(7)
+_KINDS: dict[Any, int] = {
+    "response.output_text.delta": _TEXT_DELTA,
+    "response.completed": _END,
+    "response.incomplete": _END,
+    "response.failed": _END,
+    "error": _END,
+    "response.reasoning_summary_text.delta": _THINKING,
+    "response.reasoning_text.delta": _THINKING,
+    "response.function_call_arguments.delta": _ARGUMENTS,
+    "response.function_call_arguments.done": _ARGUMENTS_DONE,
+    "response.output_item.added": _ITEM_ADDED,
+    "response.output_item.done": _ITEM_DONE,
+}
+"""The events the reader reads, by type: the others carry nothing a listener gets (unless an error)."""
 _TEXT = -1
 _THOUGHT = -2
 """The delta being gathered is answer text (``_TEXT``), reasoning (``_THOUGHT``), else a call's position."""
@@ -79,13 +89,14 @@ class ResponsesStreamReader:
 
     def _event(self, event: Any) -> None:
         kind = event.get("type")
-        if kind == "response.output_text.delta":  # the usual event first
+        read = _KINDS.get(kind)
+        if read == _TEXT_DELTA:  # the usual event first
             if self._on_event is not None:
                 self._gather(_TEXT, event.get("delta"))
-        elif kind in _TERMINAL or kind == "error" or event.get("error"):
+        elif read == _END or event.get("error"):
             self._end(kind, event)
-        elif self._on_event is not None and kind in _DELTAS:  # the others carry nothing a listener gets
-            self._delta(kind, event)
+        elif read is not None and self._on_event is not None:
+            self._delta(read, event)
 
     def _end(self, kind: Any, event: dict[str, Any]) -> None:
         """The terminal event's response, or the error the stream reported."""
@@ -96,27 +107,27 @@ class ResponsesStreamReader:
             raise StreamError(event)
         self._final = read(event.get("response"))
 
-    def _delta(self, kind: Any, event: dict[str, Any]) -> None:
-        if kind in _THINKING:
-            self._gather(_THOUGHT, event.get("delta"))
-        elif kind == "response.function_call_arguments.delta":
+    def _delta(self, read: int, event: dict[str, Any]) -> None:
+        if read == _ARGUMENTS:
             output_index = event.get("output_index")
             index = self._call_index.get(output_index)
             delta = event.get("delta")
             if index is not None and delta:
                 self._said[output_index] += delta
                 self._gather(index, delta)
-        elif kind == "response.function_call_arguments.done":
+        elif read == _THINKING:
+            self._gather(_THOUGHT, event.get("delta"))
+        elif read == _ARGUMENTS_DONE:
             self._finish(event.get("output_index"), event.get("arguments"))
-        elif kind in _CALL_ITEM:
+        else:
             item = event.get("item")
             if isinstance(item, dict) and item.get("type") == "function_call":
-                self._call_item(kind, event.get("output_index"), item)
+                self._call_item(read, event.get("output_index"), item)
 
-    def _call_item(self, kind: str, output_index: Any, item: dict[str, Any]) -> None:
+    def _call_item(self, read: int, output_index: Any, item: dict[str, Any]) -> None:
         if output_index not in self._call_index:
             self._open(output_index, item)
-        elif kind == "response.output_item.done":
+        elif read == _ITEM_DONE:
             self._finish(output_index, item.get("arguments"))
 
     def _gather(self, span: int, piece: Any) -> None:
