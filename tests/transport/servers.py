@@ -27,6 +27,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,29 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+@contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A port on 127.0.0.1 whose accept queue is full: connection attempts to it get no answer."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        held = []
+        try:
+            while True:
+                client = socket.socket()
+                held.append(client)
+                client.settimeout(0.3)
+                try:
+                    client.connect(("127.0.0.1", port))
+                except TimeoutError:
+                    break
+            yield port
+        finally:
+            for client in held:
+                client.close()
 
 
 def completion(text: str) -> dict[str, Any]:

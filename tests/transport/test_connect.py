@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.transport.servers import Authorities, Nginx, Upstream
+from tests.transport.servers import Authorities, Nginx, Upstream, unanswered_port
 from tooloop.transport import connect as connecting
 from tooloop.transport.http import ConnectTimeout, Endpoint, Pool, TransportError
 
@@ -165,30 +165,14 @@ def _open_descriptors() -> int:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 async def test_a_connect_timeout_closes_the_half_open_socket() -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        held = []
-        try:
-            while True:  # fill the accept queue: later connection attempts get no answer
-                client = socket.socket()
-                held.append(client)
-                client.settimeout(0.3)
-                try:
-                    client.connect(("127.0.0.1", port))
-                except TimeoutError:
-                    break
-            before = _open_descriptors()
-            pool = Pool(Endpoint.parse(f"http://127.0.0.1:{port}"), connect_timeout=0.3, read_timeout=5)
-            for _ in range(3):
-                with pytest.raises(ConnectTimeout, match=r"could not connect to .* within 0.3 s"):
-                    await pool.request(HEAD, b"{}")
-            assert _open_descriptors() == before
-            assert pool._open_count == 0
-        finally:
-            for client in held:
-                client.close()
+    with unanswered_port() as port:
+        before = _open_descriptors()
+        pool = Pool(Endpoint.parse(f"http://127.0.0.1:{port}"), connect_timeout=0.3, read_timeout=5)
+        for _ in range(3):
+            with pytest.raises(ConnectTimeout, match=r"could not connect to .* within 0.3 s"):
+                await pool.request(HEAD, b"{}")
+        assert _open_descriptors() == before
+        assert pool._open_count == 0
 
 
 async def test_tls_to_a_host_name_is_checked_against_that_name(

@@ -6,7 +6,6 @@ Each test runs on both transports (the ``transport`` fixture) against the same r
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import traceback
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.transport.conftest import KEY
-from tests.transport.servers import BASIC_PASSWORD, BASIC_USER, Authorities, Nginx, RawPeer, Upstream
+from tests.transport.servers import BASIC_PASSWORD, BASIC_USER, Authorities, Nginx, RawPeer, Upstream, unanswered_port
 from tooloop.errors import ConfigurationError, ProviderError, ProviderOverloadedError, ProviderTimeoutError
 from tooloop.messages import ModelResponse, UserMessage
 from tooloop.models import ModelRequest
@@ -73,26 +72,10 @@ async def test_upload_to_a_peer_that_stops_reading_times_out(make: Make, upstrea
 
 
 async def test_a_server_that_never_takes_the_connection_is_a_connect_timeout_not_silence(make: Make) -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        held = []
-        try:
-            while True:  # fill the accept queue: later connection attempts get no answer
-                client = socket.socket()
-                held.append(client)
-                client.settimeout(0.3)
-                try:
-                    client.connect(("127.0.0.1", port))
-                except TimeoutError:
-                    break
-            model = make(f"http://127.0.0.1:{port}/v1", timeout=0.5)
-            with pytest.raises(ProviderTimeoutError) as caught:
-                await ask(model, False)
-        finally:
-            for client in held:
-                client.close()
+    with unanswered_port() as port:
+        model = make(f"http://127.0.0.1:{port}/v1", timeout=0.5)
+        with pytest.raises(ProviderTimeoutError) as caught:
+            await ask(model, False)
     assert "did not accept a connection" in str(caught.value)
     assert "sent nothing" not in str(caught.value)
 
