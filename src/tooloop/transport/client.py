@@ -14,7 +14,8 @@ https down to http; the key goes along only where httpx would send it); credenti
 URL are sent as basic auth. A provider reads
 their bodies; the one error table (``tooloop.models.error_table``) classifies them.
 
-JSON goes out through ``orjson`` when it is installed (the standard library otherwise).
+JSON goes out through ``orjson`` when it is installed (the standard library otherwise); answers are read
+with ``msgspec``, which keeps integers of any size exact.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
+
+import msgspec
 
 from .http import DEFAULT_MAX_CONNECTIONS, Connector, Endpoint, Pool, RedirectError, Response, TransportError
 from .perloop import PerLoop
@@ -64,19 +67,33 @@ def dumps(body: Any) -> bytes:
 
 def loads(data: bytes) -> Any:
     """Parse JSON bytes (``json.JSONDecodeError`` on bad input); integers of any size stay exact."""
-    # orjson reads integers beyond -2**63 .. 2**64 - 1 as floats (and a tool's arguments are JSON
-    # in Anthropic's and Gemini's bodies, not text): 19 digits in a row, found in one pass over the
-    # bytes and then, if so, not after a decimal point, send the body to the standard library.
+    # msgspec reads integers of any size exactly (orjson reads those beyond 64 bits as floats, and
+    # a tool's arguments are JSON in Anthropic's and Gemini's bodies, not text), so no pass over the
+    # bytes looking for long digit runs first.
+    try:
+        return _decode(data)
+    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError, as is bad UTF-8
+        # e.g. half a surrogate pair, which servers that escape non-ASCII may split across events;
+        # a number beyond a float's range; nesting deeper than the interpreter's recursion limit
+        return _second_chance(data)
+
+
+_decode: Callable[[bytes], Any] = msgspec.json.Decoder().decode
+
+
+def _second_chance(data: bytes) -> Any:
+    """:func:`loads` for what msgspec refuses: orjson (deeper nesting) on what has no long integer, else
+    the standard library, which reads what the other two refuse (lone surrogates, ``NaN``, ``1e400``)."""
     if orjson is not None and (_DIGIT_RUN not in data.translate(_DIGITS) or re.search(_LONG_INTEGER, data) is None):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
-            pass  # e.g. half a surrogate pair, which servers that escape non-ASCII may split across events
+            pass
     return json.loads(data)
 
 
 _DIGITS = b" " * 48 + b"0" * 10 + b" " * 198
-"""Each byte as ``loads`` looks for digit runs: a digit as ``0``, any other byte as a space."""
+"""Each byte as :func:`_second_chance` looks for digit runs: a digit as ``0``, any other byte as a space."""
 _DIGIT_RUN = b"0" * 19
 _LONG_INTEGER = rb"(?<![0-9.])[0-9]{19}"  # compiled on first use (rare), not at import
 
