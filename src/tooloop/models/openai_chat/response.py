@@ -27,13 +27,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ModelResponseError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ..error_table import provider_error
 from .reasoning import DETAILS, details_text, split_content
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = ["build_response", "intact", "parse_completion", "raise_embedded_error", "usage_from"]
 
@@ -51,23 +53,31 @@ def usage_from(data: Mapping[str, Any] | None) -> Usage:
     """
     if not data:
         return Usage()
-    prompt_details = data.get("prompt_tokens_details") or {}
-    completion_details = data.get("completion_tokens_details") or {}
-    cached = prompt_details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
+    get = data.get
+    prompt_details = get("prompt_tokens_details") or _NO_DETAILS
+    completion_details = get("completion_tokens_details") or _NO_DETAILS
+    cost = get("cost")
     return Usage(
-        input_tokens=data.get("prompt_tokens") or 0,
-        output_tokens=data.get("completion_tokens") or 0,
-        cache_read_tokens=cached,
-        cache_write_tokens=prompt_details.get("cache_write_tokens") or 0,
-        reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
-        cost=_billed(data.get("cost")),
+        get("prompt_tokens") or 0,
+        get("completion_tokens") or 0,
+        0,
+        0,
+        prompt_details.get("cached_tokens") or get("prompt_cache_hit_tokens") or 0,
+        prompt_details.get("cache_write_tokens") or 0,
+        completion_details.get("reasoning_tokens") or 0,
+        None if cost is None else _billed(cost),
     )
+
+
+_NO_DETAILS: Mapping[str, Any] = {}
 
 
 def _billed(cost: Any) -> Decimal | None:
     """A cost the server reported, when it is a finite, non-negative number."""
     if isinstance(cost, bool) or not isinstance(cost, int | float | str):
         return None
+    from decimal import Decimal  # only servers that bill in the answer need it (OpenRouter)
+
     try:
         value = Decimal(str(cost))
     except ArithmeticError:

@@ -16,7 +16,7 @@ from ..._deadline import deadline
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import Client, StreamError, fast_loads, loads
+from ...transport.client import Client, StreamError, dumps, fast_loads, loads
 from ...transport.http import Response, TransportError
 from ...transport.sse import SSEDecoder
 from .chunks import UNSET, Chunk, ChunkDelta, ChunkFunction, ChunkToolCall, ContentPart, chunk_from, decode, decode_each
@@ -412,6 +412,8 @@ class SSEChunks:
     body is read (for at most half a second) so the connection goes back to the pool.
     """
 
+    __slots__ = ("_decoder", "_failure", "_response", "_unread", "done")
+
     def __init__(self, response: Response) -> None:
         self.done = False
         self._response = response
@@ -423,14 +425,21 @@ class SSEChunks:
         """Call ``take`` with the chunks of each piece of the body as it arrives, until ``[DONE]``
         or the end of the body (a list per piece: a short answer is usually one piece), decoded to
         the records of :mod:`.chunks`."""
-        try:
-            while (events := await self._next_events(True)) is not None:
+        response = self._response
+        try:  # _next_events written out: one coroutine fewer per piece
+            while not self.done:
+                piece = await response.piece()
+                if not piece:
+                    return
+                events, failure = self._decode(piece, True)
                 if events:
                     take(events)
-                if self.done and self._unread == 0 and self._failure is None:
-                    break  # [DONE] ended the body: its connection is back in the pool, nothing to drain
+                if failure is not None:
+                    raise failure
+            if self._unread != 0:  # [DONE] came before the end of the body: read the rest
+                await self._drain()
         finally:
-            self._response.close()
+            response.close()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         """The events as JSON values (dicts), one by one: what a payload listener is shown."""
@@ -557,7 +566,7 @@ class ChatClient(Client):
 
     async def post_stream(self, path: str, body: Any) -> SSEChunks:
         """Send an encoded body asking for a stream; its chunks."""
-        return SSEChunks(await self.post(path, body))
+        return SSEChunks(await self._send(path, body if isinstance(body, bytes) else dumps(body)))
 
 
 class CapturingStreamReader(ChatStreamReader):
