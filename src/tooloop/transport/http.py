@@ -39,6 +39,7 @@ import httptools
 
 from .._deadline import deadline
 from .connect import Addresses, connect
+from .idle import Expiry
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -83,17 +84,18 @@ class Connection(asyncio.Protocol):
         "_data",
         "_eof",
         "_error",
-        "_loop",
         "_lost",
         "_paused",
         "_waiter",
         "_writable",
         "_write_paused",
+        "loop",
         "transport",
     )
 
     def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self.loop = asyncio.get_running_loop()
+        """The event loop the connection belongs to."""
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
         self._data: list[bytes] = []
         self._buffered = 0
@@ -159,7 +161,7 @@ class Connection(asyncio.Protocol):
         set when it has."""
         if self._data or self._eof:
             return None
-        waiter = self._waiter = self._loop.create_future()
+        waiter = self._waiter = self.loop.create_future()
         return waiter
 
     def take(self) -> bytes:
@@ -193,7 +195,7 @@ class Connection(asyncio.Protocol):
                 raise self._error if self._error is not None else ConnectionResetError("Connection lost")
             if not self._write_paused:
                 return
-            writable = self._writable = self._loop.create_future()
+            writable = self._writable = self.loop.create_future()
             await writable
 
     def is_closing(self) -> bool:
@@ -212,7 +214,7 @@ class Connection(asyncio.Protocol):
         """Wait until the connection is lost (after :meth:`close`)."""
         if not self._lost:
             if self._closed is None:
-                self._closed = self._loop.create_future()
+                self._closed = self.loop.create_future()
             await self._closed
 
     def get_extra_info(self, name: str, default: object = None) -> object:
@@ -580,6 +582,8 @@ class Pool:
         self._ssl: ssl.SSLContext | None = tls_context() if endpoint.tls else None
         self._addresses = Addresses(endpoint.host, endpoint.port)
         self._elsewhere: dict[tuple[bool, str, int], Pool] = {}
+        self._expiry: Expiry | None = None
+        """The idle timeout of the reads (made on the first wait, on the loop of the connections)."""
 
     def elsewhere(self, endpoint: Endpoint) -> Pool:
         """The pool, with this one's settings and loop, for another origin (a redirect's)."""
@@ -602,14 +606,20 @@ class Pool:
         try:
             waiter = conn.waiter()
             if waiter is not None:  # else the bytes (or the end) are there already: no wait, no deadline
-                if self.read_timeout is None:
-                    await waiter
-                else:
-                    with deadline(self.read_timeout):
-                        await waiter
+                if self.read_timeout is not None:
+                    self._expire(waiter, conn)
+                await waiter
             return conn.take()
         except _BROKEN as exc:
             raise self._failure(exc) from (None if isinstance(exc, TimeoutError) else exc)
+
+    def _expire(self, waiter: asyncio.Future[None], conn: Connection) -> None:
+        """Fail ``waiter`` with ``TimeoutError`` unless it is done within the idle timeout."""
+        expiry = self._expiry
+        if expiry is None or expiry.loop is not conn.loop:
+            assert self.read_timeout is not None
+            expiry = self._expiry = Expiry(conn.loop, self.read_timeout)
+        expiry.watch(waiter)
 
     def _failure(self, exc: BaseException) -> TransportError:
         """The transport error for what a read raised."""
@@ -640,12 +650,10 @@ class Pool:
                     await self._drain(conn)
                 waiter = conn.waiter()
                 if waiter is not None:  # the usual case: the answer is still to come
+                    if self.read_timeout is not None:
+                        self._expire(waiter, conn)
                     try:
-                        if self.read_timeout is None:
-                            await waiter
-                        else:
-                            with deadline(self.read_timeout):
-                                await waiter
+                        await waiter
                     except TimeoutError as exc:
                         raise self._failure(exc) from None
                 parser, parse, data = self._answer_starts(conn)
