@@ -169,7 +169,10 @@ def frozen_mapping(value: Mapping[str, Any]) -> FrozenDict:
         return value
     if not value:
         return EMPTY
-    return FrozenDict({key: item if type(item) in _SCALARS else freeze(item) for key, item in value.items()})
+    for item in value.values():
+        if type(item) not in _SCALARS:  # nested containers: frozen too
+            return FrozenDict({key: item if type(item) in _SCALARS else freeze(item) for key, item in value.items()})
+    return FrozenDict(value)  # flat (the usual tool arguments): one copy
 
 
 def thaw(value: Any) -> Any:
@@ -494,10 +497,11 @@ def _add_cost(x: Any, a_requests: int, y: Any, b_requests: int) -> Any:
     return _CostSum(x, a_requests, y, b_requests)
 
 
-def summed(first: Usage, more: Iterable[Usage]) -> Usage:
-    """``first`` plus each of ``more`` in turn (the same value as ``+``), with one :class:`Usage` made."""
+def summed(first: Usage, more: Iterable[Usage], calls: int = 0) -> Usage:
+    """``first`` plus each of ``more`` in turn (the same value as ``+``), with one :class:`Usage` made;
+    ``calls`` more tool calls counted too."""
     input_tokens, output_tokens = first.input_tokens, first.output_tokens
-    requests, tool_calls = first.requests, first.tool_calls
+    requests, tool_calls = first.requests, first.tool_calls + calls
     cache_read, cache_write = first.cache_read_tokens, first.cache_write_tokens
     reasoning, cache_1h, estimated = first.reasoning_tokens, first.cache_write_1h_tokens, first.estimated
     cost = _raw_cost(first)

@@ -86,10 +86,16 @@ class Recorder:
     @property
     def usage(self) -> Usage:
         """The run's usage so far: its requests' tokens and cost, and the calls it executed."""
-        total = self.spent
-        if self._calls:
-            calls, self._calls = self._calls, 0
-            total = self._usage = recounted(total, total.requests, total.tool_calls + calls)
+        calls = self._calls
+        if not calls:
+            return self.spent
+        self._calls = 0
+        requests, self._requests = self._requests, None
+        if requests is None:
+            total = recounted(self._usage, self._usage.requests, self._usage.tool_calls + calls)
+        else:  # the requests and the calls in one sum
+            total = summed(self._usage, requests if isinstance(requests, list) else (requests,), calls)
+        self._usage = total
         return total
 
     @property
@@ -171,8 +177,10 @@ class Recorder:
         out, self._outbox = self._outbox, None
         return out if out is not None else []
 
-    def count_request(self, usage: Usage) -> None:
-        """Add one model request's usage; the loop itself counts requests and executed calls."""
+    def count_request(self, usage: Usage) -> Usage:
+        """Add one model request's usage; the loop itself counts requests and executed calls.
+
+        Returns the usage as counted (:func:`request_usage`: one request, no calls)."""
         counted = request_usage(usage)  # added to the total when it is asked (one sum for many requests)
         requests = self._requests
         if requests is None:
@@ -183,6 +191,7 @@ class Recorder:
             self._requests = [requests, counted]
         if self.upstream is not None:
             self.upstream.count_request(usage)
+        return counted
 
     def count_call(self) -> None:
         """Count one executed tool call."""

@@ -576,8 +576,7 @@ class Run:
         if native_search:
             assert self.loader is not None
             self.loader.note(response.provider_data)  # before its calls are checked against what is loaded
-        self._last_usage = response.usage
-        record.count_request(response.usage)
+        self._last_usage = record.count_request(response.usage)  # the counted copy: one Usage kept, not two
         if listening:
             record.emit(ModelRequestFinished(self.iteration, response, record.usage))
         usage, cache_watch = response.usage, self.cache_watch

@@ -347,7 +347,7 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
         slot = Slot(
             name,
             call_id,
-            frozen_mapping(arguments),
+            arguments,
             raw,
             batch_id,
             tools.get(name),
@@ -389,20 +389,23 @@ def slots_from_messages(calls: Sequence[ToolCallMessage], batch: BatchContext, *
     return slots
 
 
-def _parse(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any], str | None, ToolError | None]:
+def _parse(arguments: Mapping[str, Any] | str) -> tuple[FrozenDict, str | None, ToolError | None]:
+    """The call's arguments, frozen (the raw text too when it is not a JSON object, and the error)."""
     if not isinstance(arguments, str):
-        return dict(arguments), None, None
+        return frozen_mapping(arguments), None, None
     text = arguments.strip() or "{}"
     try:
         value = exact_json(text)
     except json.JSONDecodeError as exc:
-        return {}, arguments, ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+        return EMPTY, arguments, ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
     except ValueError:  # an integer longer than int() reads (4300 digits by default)
         limit = sys.get_int_max_str_digits()
-        return {}, arguments, ToolArgumentsError(f"arguments hold an integer of more than {limit} digits")
-    if not isinstance(value, dict):
-        return {}, arguments, ToolArgumentsError("arguments must be a JSON object")
-    return value, None, None
+        return EMPTY, arguments, ToolArgumentsError(f"arguments hold an integer of more than {limit} digits")
+    if type(value) is not dict:
+        return EMPTY, arguments, ToolArgumentsError("arguments must be a JSON object")
+    if "[" not in text and text.rfind("{") == 0:  # no container inside: the parser's own dict, frozen in one copy
+        return FrozenDict(value), None, None
+    return frozen_mapping(value), None, None
 
 
 def _merge_data(first: bool, response: ModelResponse, call_data: Mapping[str, Any]) -> Mapping[str, Any]:
