@@ -444,7 +444,18 @@ def held_cost(usage: Usage) -> Decimal | PendingCost | None:
 
 def pending_cost(usage: Usage, cost: Decimal | PendingCost | None) -> Usage:
     """``usage`` with ``cost`` (a :class:`PendingCost` is worked out when the cost is first read)."""
-    return _with_cost(usage, usage.requests, usage.tool_calls, cost)
+    return _usage(  # the field's setter takes a PendingCost too (once per priced response: no call between)
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.requests,
+        usage.tool_calls,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        cost,
+        usage.estimated,
+        usage.cache_write_1h_tokens,
+    )
 
 
 def recounted(usage: Usage, requests: int, tool_calls: int) -> Usage:
@@ -458,21 +469,6 @@ def recounted(usage: Usage, requests: int, tool_calls: int) -> Usage:
         usage.cache_write_tokens,
         usage.reasoning_tokens,
         _raw_cost(usage),
-        usage.estimated,
-        usage.cache_write_1h_tokens,
-    )
-
-
-def _with_cost(usage: Usage, requests: int, tool_calls: int, cost: Decimal | PendingCost | None) -> Usage:
-    return _usage(  # the field's setter takes a PendingCost too
-        usage.input_tokens,
-        usage.output_tokens,
-        requests,
-        tool_calls,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-        cost,
         usage.estimated,
         usage.cache_write_1h_tokens,
     )

@@ -84,8 +84,17 @@ class Guards:
     def errors_repeated(self, outcomes: Iterable[ToolCallMessage]) -> bool:
         """Count batches in a row whose calls all failed with one and the same error (same tool, same
         error text); True once ``max_repeated_errors`` batches did."""
-        signatures = {(o.tool_name, o.content) if o.status is ToolCallStatus.ERROR else None for o in outcomes}
-        signature = signatures.pop() if len(signatures) == 1 else None
+        signature: tuple[str, str] | None = None
+        for outcome in outcomes:  # the usual batch stops at its first call: it did not fail
+            if outcome.status is not ToolCallStatus.ERROR:
+                signature = None
+                break
+            this = (outcome.tool_name, outcome.content)
+            if signature is None:
+                signature = this
+            elif this != signature:
+                signature = None
+                break
         if signature is None:
             self._error, self._errors = None, 0
             return False

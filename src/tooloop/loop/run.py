@@ -709,8 +709,7 @@ class Run:
             self._stop(StopReason.REPEATED_CALL)
             await self._refuse_batch(slots, response, repeated)
             return
-        await self._settle(slots)
-        if self.guards.errors_repeated(s.outcome for s in slots if s.outcome is not None):
+        if self.guards.errors_repeated(await self._settle(slots)):
             self._stop(StopReason.REPEATED_ERROR)
 
     def _searched_tools(self) -> tuple[tuple[ToolDefinition, ...], bool]:
@@ -796,8 +795,9 @@ class Run:
         finally:
             self.denying_undecided = False
 
-    async def _settle(self, slots: list[Slot], *, deny_undecided: bool = False) -> None:
-        """Decide approvals, run what may run, and record the batch (also when interrupted)."""
+    async def _settle(self, slots: list[Slot], *, deny_undecided: bool = False) -> list[ToolCallMessage]:
+        """Decide approvals, run what may run, and record the batch (also when interrupted); the
+        outcomes recorded."""
         record = self.record
         self._batch = slots
         self._nested = None
@@ -814,7 +814,8 @@ class Run:
             await close_all(slots, self, quiet=True)
             raise
         finally:
-            record.append([s.outcome for s in slots if s.outcome is not None])
+            outcomes = [s.outcome for s in slots if s.outcome is not None]
+            record.append(outcomes)
             self._batch = ()
         await record.flush()
         if self._stop_asked is not None:  # a tool hook stopped the run (also in a resumed batch)
@@ -827,6 +828,7 @@ class Run:
         if waiting:
             self.pending = tuple(waiting)
             self._stop(StopReason.APPROVAL_REQUIRED)
+        return outcomes
 
     async def _refuse_batch(self, slots: list[Slot], response: ModelResponse, why: str | None = None) -> None:
         """Record calls that must not run (cut off by the output limit, or the run is stopping)."""
