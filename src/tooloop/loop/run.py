@@ -155,7 +155,13 @@ class Run:
         self.deps = deps
         self.turn_id = turn_id
         self.model = config.model
-        self.decisions = dict(approvals) if isinstance(approvals, Mapping) else {d.tool_call_id: d for d in approvals}
+        self.decisions = (
+            {}  # the usual run: no decisions (no ABC check nor comprehension for them)
+            if not approvals
+            else dict(approvals)
+            if isinstance(approvals, Mapping)
+            else {d.tool_call_id: d for d in approvals}
+        )
         self.session_id = session_id
         self.run_id = os.urandom(8).hex()
         self.record = Recorder(Transcript(), journal)
