@@ -150,13 +150,13 @@ async def test_a_consumer_slower_than_the_read_timeout_never_trips_it() -> None:
 
     server, url = await _serving(serve)
     try:
-        async with get_model("openai-compatible:m", base_url=url, api_key="k", max_retries=0, timeout=0.3) as model:
+        async with get_model("openai-compatible:m", base_url=url, api_key="k", max_retries=0, timeout=0.8) as model:
             texts: list[str] = []
             async with Agent(model).stream("count") as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         texts.append(event.text)
-                        await asyncio.sleep(0.5)  # longer than the read timeout, while the run reads on
+                        await asyncio.sleep(1.2)  # longer than the read timeout, while the run reads on
     finally:
         server.close()
     assert "".join(texts) == "".join(WORDS[:3])
