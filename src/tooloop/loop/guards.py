@@ -69,7 +69,8 @@ class Guards:
                 return None
             self._calls = _counts(self._held)
             self._held = ()
-        keys = [_recorded_key(call) for call in calls]
+        # parsed arguments (the usual call) keyed here, without two calls in between
+        keys = [_canonical(c.tool_name, c.arguments) if c.raw_arguments is None else _recorded_key(c) for c in calls]
         seen = dict(self._calls)
         for call, key in zip(calls, keys, strict=True):
             seen[key] = seen.get(key, 0) + 1
@@ -119,7 +120,7 @@ _Held = tuple[str, str, Mapping[str, Any], str | None]
 def _counts(calls: Iterable[_Held]) -> dict[tuple[str, str | bytes], int]:
     counts: dict[tuple[str, str | bytes], int] = {}
     for call_id, name, arguments, raw in calls:
-        key = _key(call_id, name, arguments, raw)
+        key = _canonical(name, arguments) if raw is None else _key(call_id, name, arguments, raw)
         counts[key] = counts.get(key, 0) + 1
     return counts
 
