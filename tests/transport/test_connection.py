@@ -4,6 +4,7 @@ without losing bytes, a connection cut half way fails, a closed idle one is not 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -99,3 +100,70 @@ async def test_an_idle_connection_the_server_closed_is_replaced(serve: Start) ->
     await asyncio.sleep(0.05)  # the server's close reaches the idle connection
     assert await (await pool.request(HEAD, b"{}")).read() == b"ok"
     assert connections == 2
+
+
+ANSWERS = [
+    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: one\r\ncontent-length: 9\r\n\r\n{"n": 1}\n',
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    b"b\r\ndata: two\n\n\r\n",  # and the rest of the chunked body in a second write
+    b"HTTP/1.1 100 Continue\r\nx-early: yes\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 5\r\n\r\nthree",
+    b"HTTP/1.1 204 No Content\r\nx-request-id: four\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s"
+    % (len(gzip.compress(b"five")), gzip.compress(b"five")),
+    b"HTTP/1.1 200 OK\r\nx-request-id: six\r\ncontent-length: 3\r\n\r\nsix",
+]
+
+
+async def test_one_kept_alive_connection_reads_answers_of_every_framing_one_after_another(serve: Start) -> None:
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        for answer in ANSWERS:
+            await _read_request(reader)
+            writer.write(answer)
+            if b"chunked" in answer:
+                await writer.drain()
+                await asyncio.sleep(0.02)
+                writer.write(b"c\r\ndata: more\n\n\r\n0\r\n\r\n")
+            await writer.drain()
+        await reader.read()  # until the pool closes the connection
+        writer.close()
+
+    pool = await serve(handler)
+    read = []
+    for _ in ANSWERS:
+        response = await pool.request(HEAD, b"{}")
+        pieces = []
+        while piece := await response.piece():
+            pieces.append(piece)
+        read.append((response.status, response.headers.get("x-request-id"), b"".join(pieces)))
+    assert read == [
+        (200, "one", b'{"n": 1}\n'),
+        (200, None, b"data: two\n\ndata: more\n\n"),
+        (201, None, b"three"),
+        (204, "four", b""),
+        (200, None, b"five"),
+        (200, "six", b"six"),
+    ]
+    assert connections == 1
+
+
+async def test_an_answer_read_later_keeps_its_own_body_and_headers_while_its_connection_serves_others(
+    serve: Start,
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for n in range(3):
+            await _read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nx-n: %d\r\ncontent-length: 6\r\n\r\nbody %d" % (n, n))
+            await writer.drain()
+        await reader.read()  # until the pool closes the connection
+        writer.close()
+
+    pool = await serve(handler)
+    first = await pool.request(HEAD, b"{}")  # the whole answer came with its head: the connection is back already
+    second = await pool.request(HEAD, b"{}")
+    third = await pool.request(HEAD, b"{}")
+    assert [await answer.read() for answer in (third, first, second)] == [b"body 2", b"body 0", b"body 1"]
+    assert [answer.headers["x-n"] for answer in (first, second, third)] == ["0", "1", "2"]

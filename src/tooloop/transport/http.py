@@ -85,6 +85,8 @@ class Connection(asyncio.Protocol):
         "_eof",
         "_error",
         "_lost",
+        "_parse",
+        "_parser",
         "_paused",
         "_waiter",
         "_writable",
@@ -107,6 +109,10 @@ class Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._closed: asyncio.Future[None] | None = None
+        self._parse: _Parse | None = None
+        self._parser: httptools.HttpResponseParser | None = None
+        """The parser of the connection's answers and what it reports (made with the first answer, kept
+        for the next: llhttp reads one answer after another on a kept-alive connection)."""
 
     # ---- what the event loop calls
 
@@ -305,7 +311,7 @@ class Endpoint:
 
 
 class _Parse:
-    """What llhttp (through ``httptools``) reports of one response, as it parses the bytes fed to it."""
+    """What llhttp (through ``httptools``) reports of a connection's answer, as it parses the bytes fed to it."""
 
     __slots__ = ("body", "complete", "headers", "idle", "keep", "parser", "status")
 
@@ -321,6 +327,14 @@ class _Parse:
         self.parser: httptools.HttpResponseParser | None = None
         """The parser, only while it is fed (it holds this object's methods: a lasting link back would
         make a cycle, and every response garbage only the cyclic collector frees)."""
+
+    def next_answer(self) -> None:
+        """Start over for the next answer on the connection (the lists the last one handed out stay its own)."""
+        self.status = 0
+        self.headers = []
+        self.body = []
+        self.complete = self.keep = False
+        self.idle = 0
 
     def on_message_begin(self) -> None:
         if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
@@ -356,14 +370,16 @@ class Response:
     204 and 304) is llhttp's, the parser Node.js uses, through ``httptools``.
     """
 
-    __slots__ = ("_conn", "_decoder", "_headers", "_parse", "_parser", "_pool", "plain_length", "status")
+    __slots__ = ("_body", "_conn", "_decoder", "_head", "_headers", "_pool", "plain_length", "status")
 
-    def __init__(self, pool: Pool, conn: Connection, parser: httptools.HttpResponseParser, parse: _Parse) -> None:
+    def __init__(self, pool: Pool, conn: Connection, parse: _Parse) -> None:
         self.status = parse.status
         self._pool = pool
         self._conn: Connection | None = conn
-        self._parser = parser
-        self._parse = parse
+        """The connection while the body is still coming (its parser's report is this answer's until then)."""
+        self._head = parse.headers
+        self._body = parse.body
+        """The pieces of the body parsed and not yet read."""
         self._headers: dict[str, str] | None = None
         self._decoder: _Decoder | None = None
         length = -1
@@ -384,7 +400,7 @@ class Response:
         """The response headers, names lowercased (repeated headers joined with ``", "``)."""
         if self._headers is None:
             headers: dict[str, str] = {}
-            for raw_name, raw_value in self._parse.headers:
+            for raw_name, raw_value in self._head:
                 name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1").strip()
                 headers[name] = f"{headers[name]}, {value}" if name in headers else value
             self._headers = headers
@@ -392,7 +408,7 @@ class Response:
 
     async def read(self) -> bytes:
         """The whole body (the connection goes back to the pool); the idle timeout holds for each read."""
-        body = self._parse.body
+        body = self._body
         if self._conn is None and body:  # the usual case: the whole body came with the head
             data = body[0] if len(body) == 1 else b"".join(body)
             body.clear()
@@ -447,9 +463,8 @@ class Response:
 
     async def _raw_piece(self) -> bytes:
         """The next bytes of the body as they came off the wire, framing removed; ``b""`` at its end."""
-        parse = self._parse
+        body = self._body
         while True:
-            body = parse.body
             if body:
                 taken = body[0] if len(body) == 1 else b"".join(body)
                 body.clear()
@@ -460,12 +475,14 @@ class Response:
             try:  # a failure or a cancel half way: the connection cannot be reused
                 data = await self._pool.next_bytes(conn)
                 if not data:
-                    self._end()
+                    self._end(conn)
                     continue
-                _feed(self._parser, parse, data)
+                parse = conn._parse
+                assert parse is not None and conn._parser is not None
+                _feed(conn._parser, parse, data)
                 if parse.complete:
                     self._done()  # back in the pool before the caller even looks at the bytes
-                elif not parse.body:
+                elif not body:
                     parse.idle += len(data)
                     if parse.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
                         raise TransportError(
@@ -477,10 +494,11 @@ class Response:
                 self.close()
                 raise
 
-    def _end(self) -> None:
+    def _end(self, conn: Connection) -> None:
         """The server closed the connection: the end of a body framed by it, else a body cut short."""
-        parse = self._parse
-        if parse.complete or parse.keep or any(name.lower() in _FRAMED for name, _ in parse.headers):
+        parse = conn._parse
+        assert parse is not None
+        if parse.complete or parse.keep or any(name.lower() in _FRAMED for name, _ in self._head):
             raise TransportError("the server closed the connection before the body was complete")
         parse.complete = True
         self._done()
@@ -488,7 +506,8 @@ class Response:
     def _done(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            self._pool.release(conn, self._parse.keep)
+            parse = conn._parse
+            self._pool.release(conn, parse is not None and parse.keep)
 
 
 _FRAMED = (b"content-length", b"transfer-encoding")
@@ -656,10 +675,10 @@ class Pool:
                         await waiter
                     except TimeoutError as exc:
                         raise self._failure(exc) from None
-                parser, parse, data = self._answer_starts(conn)
+                parse, data = self._answer_starts(conn)
                 if parse.status < 200:  # the head is not all there (or a 1xx came first)
-                    await self._rest_of_head(conn, parser, parse, data)
-                return Response(self, conn, parser, parse)
+                    await self._rest_of_head(conn, parse, data)
+                return Response(self, conn, parse)
             except TransportError as exc:
                 self._drop(conn, failed=True)
                 if not fresh and _nothing_received(exc):
@@ -669,19 +688,23 @@ class Pool:
                 self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
                 raise
 
-    def _answer_starts(self, conn: Connection) -> tuple[httptools.HttpResponseParser, _Parse, bytes]:
-        """The parser of the answer whose first bytes arrived, fed with them; and the bytes."""
+    def _answer_starts(self, conn: Connection) -> tuple[_Parse, bytes]:
+        """What the connection's parser found in the first bytes of the answer, and the bytes."""
         try:
             data = conn.take()
         except _BROKEN as exc:
             raise self._failure(exc) from exc
-        # The parser is made once the answer starts: a thousand requests waiting for their
-        # answers then hold no parser each.
-        parse = _Parse()
-        parser = httptools.HttpResponseParser(parse)
+        # The parser is made once the first answer starts (a thousand requests waiting for their
+        # first answers hold no parser each), then kept for the connection's next answers.
+        parse, parser = conn._parse, conn._parser
+        if parse is None or parser is None:
+            parse = conn._parse = _Parse()
+            parser = conn._parser = httptools.HttpResponseParser(parse)
+        else:
+            parse.next_answer()
         if data:
             _feed(parser, parse, data)
-        return parser, parse, data
+        return parse, data
 
     def _reuse(self) -> Connection | None:
         """An idle connection still open, if there is one (the closed ones found are dropped)."""
@@ -807,9 +830,7 @@ class Pool:
                 raise _NoDescriptor(error) from exc
             raise error from exc
 
-    async def _rest_of_head(
-        self, conn: Connection, parser: httptools.HttpResponseParser, parse: _Parse, data: bytes
-    ) -> None:
+    async def _rest_of_head(self, conn: Connection, parse: _Parse, data: bytes) -> None:
         """Read until the answer's head is complete; ``data``, the first bytes, were fed already."""
         received = len(data)
         while True:
@@ -822,7 +843,8 @@ class Pool:
             data = await self.next_bytes(conn)
             received += len(data)
             if data:
-                _feed(parser, parse, data)
+                assert conn._parser is not None
+                _feed(conn._parser, parse, data)
 
     def _cut(self, received: int) -> TransportError:
         """The error for a connection the server closed before the response head was complete."""
