@@ -91,7 +91,6 @@ class ChatStreamReader:
     """
 
     __slots__ = (
-        "_by_id",
         "_by_index",
         "_calls",
         "_finish_reason",
@@ -116,7 +115,6 @@ class ChatStreamReader:
         self._rare: _Rare | None = None  # refusal and reasoning text, made when some arrives
         self._calls: list[_Call] = []
         self._by_index: dict[int, _Call] = {}
-        self._by_id: dict[str, _Call] = {}
         self._held = ""  # a high surrogate waiting for its pair before it is emitted
         # The delta being gathered: text (_TEXT) or one call's fragments, sent as one event when
         # something else arrives or the piece ends.
@@ -325,7 +323,6 @@ class ChatStreamReader:
         new_id = new_name = None
         if call_id and call.id is None:
             call.id = new_id = call_id
-            self._by_id.setdefault(call_id, call)
         if name and not call.name:
             call.name = new_name = name
         if arguments is not None and not isinstance(arguments, str):
@@ -356,10 +353,10 @@ class ChatStreamReader:
                 call = self._new_call()
                 self._by_index[index] = call
             return call
-        if call_id:
-            known = self._by_id.get(call_id)
-            if known is not None:
-                return known
+        if call_id:  # fragments without an index are rare: the calls are looked through, no dict kept
+            for known in self._calls:
+                if known.id == call_id:
+                    return known
         if call_id or name or not self._calls:
             return self._new_call()
         return self._calls[-1]
