@@ -434,6 +434,14 @@ class Response:
         rather than an async generator: a streamed answer asks for a few pieces, and a generator
         costs more than the pieces (finalizer hooks, a frame on every resume).
         """
+        if self._decoder is None:  # the usual case, without a second coroutine when nothing is to wait for
+            body = self._body
+            if body:
+                data = body[0] if len(body) == 1 else b"".join(body)
+                body.clear()
+                return data
+            if self._conn is None:
+                return b""
         while data := await self._raw_piece():
             if self._decoder is None:
                 return data
