@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
+from ._frozen import draft_of, new_draft
 from ._json import error_text, render, truncate
 from .messages import (
     AudioContent,
@@ -164,11 +165,26 @@ def for_model(call: ToolCallMessage) -> ToolOutcome:
     ``Error:``, and a failure without text says what happened.
     """
     if call.status is ToolCallStatus.OK:
-        return ToolOutcome(call.content, False, call.parts)
+        return _outcome(call.content, False, call.parts)
     text = call.content if call.content.strip() else _without_text(call.status)
     if not text.lower().startswith("error"):
         text = _ERROR_PREFIX + text
-    return ToolOutcome(text, True)
+    return _outcome(text, True, ())
+
+
+_OutcomeDraft = draft_of(ToolOutcome)
+
+
+def _outcome(text: str, is_error: bool, parts: tuple[ContentPart, ...]) -> ToolOutcome:
+    """``ToolOutcome(text, is_error, parts)``, filled through a draft (see tooloop._frozen): every
+    adapter asks for one per call of each batch it converts."""
+    made = new_draft(_OutcomeDraft)
+    made.text = text
+    made.is_error = is_error
+    made.parts = parts
+    made.__class__ = ToolOutcome
+    outcome: ToolOutcome = made
+    return outcome
 
 
 def _without_text(status: ToolCallStatus) -> str:

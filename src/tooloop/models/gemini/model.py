@@ -204,7 +204,14 @@ class GeminiModel(ProviderModel):
                 if stream:
                     events = await channel.stream(payload)
                     reader = Reader(self._name, on_event)
-                    return await self._streamed(events, reader, shown is not None)
+                    if shown is not None:
+                        return await self._tapped_stream(events, reader)
+                    try:  # the hot path, inline: no coroutine, no iterator between the body and the reader
+                        await events.read(reader.add_all)
+                    except BaseException:
+                        events.close()  # abandoned half way: the connection's state is unknown
+                        raise
+                    return reader.finish(streamed=True)
                 data = await channel.generate(payload)
                 if shown is not None:
                     self._received(data)
@@ -224,14 +231,12 @@ class GeminiModel(ProviderModel):
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _streamed(self, events: GeminiEvents | SdkEvents, reader: Reader, shown: bool) -> ModelResponse:
+    async def _tapped_stream(self, events: GeminiEvents | SdkEvents, reader: Reader) -> ModelResponse:
+        """A streamed answer read chunk by chunk, shown to a payload listener once it ends."""
         try:
-            if shown:
-                add = reader.add
-                async for chunk in self._tapped(aiter(events)):
-                    add(chunk)
-            else:
-                await events.read(reader.add_all)  # the hot path: no iterator between the body and the reader
+            add = reader.add
+            async for chunk in self._tapped(aiter(events)):
+                add(chunk)
         except BaseException:
             events.close()  # abandoned half way: the connection's state is unknown
             raise

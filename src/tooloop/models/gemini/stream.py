@@ -75,7 +75,7 @@ class GeminiEvents:
             except ValueError:
                 events = None
             if events is not None and len(events) == len(datas):  # else data that is not one value each
-                return _until_error(events) if b'"error"' in joined else (events, None)
+                return _until_error(events)
         events = []
         for data in datas:
             try:
@@ -95,24 +95,30 @@ _NEXT_EVENT = b"\r\n\r\ndata: "
 def _whole_events(piece: bytes) -> tuple[list[Any], StreamError | None] | None:
     """Gemini's usual piece, read without the decoder: whole one-line ``data:`` events, each ended
     by a CRLF blank line, parsed in one call; None for any other piece (the decoder's to read)."""
-    count = piece.count(_NEXT_EVENT) + 1
-    # every line end is one of the events' own: no other line, no data on several lines, no lone CR
-    if piece.count(b"\n") != 2 * count or piece.count(b"\r") != 2 * count:
+    joined = piece[6:-4]
+    count = 1
+    if _NEXT_EVENT in joined:
+        count += joined.count(_NEXT_EVENT)
+        joined = joined.replace(_NEXT_EVENT, b",")
+    # every line end was one of the events' own: no other line, no data on several lines, no lone CR
+    if b"\n" in joined or b"\r" in joined:
         return None
-    joined = piece[6:-4].replace(_NEXT_EVENT, b",") if count > 1 else piece[6:-4]
     try:
-        events = loads(b"[" + joined + b"]")
+        if count == 1:  # the one event parsed as it is: a second value in it makes bad JSON
+            events = [loads(joined)]
+        else:
+            events = loads(b"[" + joined + b"]")
     except ValueError:
         return None
     if len(events) != count:  # data that is not one value each
         return None
-    return _until_error(events) if b'"error"' in joined else (events, None)
+    return _until_error(events)
 
 
 def _until_error(events: list[Any]) -> tuple[list[Any], StreamError | None]:
     """The events before the first error event (``{"error": {...}}``), and that error."""
     for at, event in enumerate(events):
-        if isinstance(event, dict) and isinstance(event.get("error"), dict):
+        if type(event) is dict and "error" in event and isinstance(event["error"], dict):
             code = event["error"].get("code")
             status = code if isinstance(code, int) and not isinstance(code, bool) else None
             return events[:at], StreamError(event, status=status)
@@ -170,4 +176,4 @@ class GeminiClient(Client):
 
     async def stream(self, sent: bytes) -> GeminiEvents:
         """One streamed request (its body as :meth:`encode` made it); its events."""
-        return GeminiEvents(await self.post(self._streamed, sent))
+        return GeminiEvents(await self._send(self._streamed, sent))  # one coroutine fewer than post()
