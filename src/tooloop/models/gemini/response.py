@@ -51,6 +51,7 @@ _BROKEN = frozenset(
 _ModelResponseDraft = draft_of(ModelResponse)
 _UsageDraft = draft_of(Usage)
 _ToolCallDraft = draft_of(ToolCall)
+_ToolCallDeltaDraft = draft_of(ToolCallDelta)
 
 _call_ids: Iterator[str]
 
@@ -250,7 +251,13 @@ class Reader:
         made.__class__ = ToolCall
         self.calls.append(made)
         if self.on_event is not None:
-            self._emit(ToolCallDelta(len(self.calls) - 1, call_id, call.get("name"), encode_arguments(arguments)))
+            delta = new_draft(_ToolCallDeltaDraft)  # ToolCallDelta(index, call_id, name, arguments as JSON)
+            delta.index = len(self.calls) - 1
+            delta.tool_call_id = call_id
+            delta.name = call.get("name")
+            delta.arguments_delta = encode_arguments(arguments)
+            delta.__class__ = ToolCallDelta
+            self._emit(delta)
 
     def finish(self, *, streamed: bool) -> ModelResponse:
         if self.thought:
