@@ -114,21 +114,22 @@ class StreamReader:
             if self._span_parts or self._span_head is not None:
                 self._flush()
 
-    def feed_parsed(self, heads: Sequence[bytes], events: list[Any]) -> None:
-        """:meth:`feed_all` for the events of one network read already parsed, with their
-        ``event:`` lines as sent (a name is read from one only for data without a type)."""
+    def feed_parsed(self, events: list[Any]) -> None:
+        """:meth:`feed_all` for the events of one network read already parsed: their names and
+        data in turn (a name is read only for data without a type)."""
         try:
-            self._walk(zip(heads, events, strict=True))
+            pairs = iter(events)
+            self._walk(zip(pairs, pairs))
         finally:
             if self._span_parts or self._span_head is not None:
                 self._flush()
 
-    def _walk(self, events: Iterable[tuple[str | bytes | None, Any]]) -> None:
+    def _walk(self, events: Iterable[tuple[str | None, Any]]) -> None:
         # the deltas, most of the events, read here without a call each
         parts = self._parts
         spans = self._spans if self.on_event is not None else None
         for name, data in events:
-            kind = data.get("type") or (name.decode() if isinstance(name, bytes) else name)
+            kind = data.get("type") or name
             if kind == "content_block_delta":
                 delta = data["delta"]
                 delta_kind = delta["type"]
@@ -328,7 +329,7 @@ class LeanEvents:
             if clean:
                 found = _usual_events(piece)
                 if found is not None:
-                    reader.feed_parsed(*found)
+                    reader.feed_parsed(found)
                     continue
             events = decoder.feed(piece)
             carriage = carriage or _CR in piece
@@ -346,35 +347,33 @@ class LeanEvents:
 
 _CR = 0x0D
 _EVENT = b"event: "
-_DATA = b"data: "
-_NEXT_EVENT = b"\nevent: "
-_NEXT_DATA = b"\ndata: "
+_DATA_LINE = b"\ndata: "
+_NEXT_EVENT = b"\n\nevent: "
 
 
-def _usual_events(piece: bytes) -> tuple[list[bytes], list[Any]] | None:
+def _usual_events(piece: bytes) -> list[Any] | None:
     """The usual piece, whole ``event:`` + one-line ``data:`` events and nothing else, as the
-    events' ``event:`` lines and their data parsed in one call; None for any other piece (or data
-    that only the standard library reads), to be read by the general decoder."""
+    events' names and data in turn, parsed in one call; None for any other piece (or data that
+    only the standard library reads), to be read by the general decoder.
+
+    The piece becomes one JSON array by two replacements: each ``\\ndata: `` ends a name and
+    each ``\\n\\nevent: `` starts one (``event: NAME\\ndata: {...}\\n\\nevent: ...`` reads as
+    ``["NAME",{...},"...``). The lengths the replacements take off count the data lines and the
+    events after the first; the piece is the usual one when every event has one data line and
+    the array holds a name and a value for each (any other line leaves a raw line end in a
+    string or between two values, which is not JSON)."""
     if not piece.startswith(_EVENT) or piece[-2:] != b"\n\n" or _CR in piece:
         return None
-    lines = piece.split(b"\n")  # event, data, blank, ... and the empty rest after the last blank line
-    if len(lines) % 3 != 1 or any(lines[2::3]):
-        return None
-    heads, datas = lines[0:-1:3], lines[1::3]
-    # A line holds no line end, so in lines joined by one, "\ndata: " is found once for each line
-    # after the first that starts with "data: " (and only there): counted in one call, not a
-    # call per line. Then it is where two data lines were joined.
-    others = len(datas) - 1
-    joined = b"\n".join(datas)
-    if not joined.startswith(_DATA) or joined.count(_NEXT_DATA) != others:
-        return None
-    if b"\n".join(heads).count(_NEXT_EVENT) != others:  # the first starts the piece, checked above
+    named = piece.replace(_DATA_LINE, b'",')
+    datas = (len(piece) - len(named)) // 5  # 7 bytes become 2 for each data line
+    joined = named.replace(_NEXT_EVENT, b',"')
+    if (len(named) - len(joined)) // 7 + 1 != datas:  # 9 bytes become 2 for each event after the first
         return None
     try:
-        events = fast_loads(b"[" + joined[6:].replace(_NEXT_DATA, b",") + b"]")
+        events: list[Any] = fast_loads(b'["' + joined[7:] + b"]")  # after the first "event: "
     except ValueError:
         return None
-    return (heads, events) if len(events) == len(datas) else None
+    return events if len(events) == 2 * datas else None
 
 
 class AnthropicClient(Client):
