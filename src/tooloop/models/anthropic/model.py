@@ -46,7 +46,7 @@ from ..payloads import listening
 from ..profiles import lookup_profile
 from .request import INPUT_KINDS, PROVIDER, AnthropicRequest
 from .response import parse_message, read_error
-from .stream import AnthropicClient, StreamReader
+from .stream import AnthropicClient, StreamReader, events_of
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -310,20 +310,21 @@ class AnthropicModel(ProviderModel):
         self._sent(body)
         payload = self._channel.encode(body)
         del body  # as in _plain: nothing of the request is kept while the answer streams
-        events = await self._channel.post_stream(_PATH, payload)
+        events = events_of(await self._channel.post_stream(_PATH, payload))
         reader = StreamReader(on_event)
         try:
             if not listening():
-                await events.feed(reader)  # the hot path: no iterator between the body and the reader
+                await events.feed(reader)  # the hot path: no iterator between the body and the reader; closes it
             else:
-                async for event in self._tapped(aiter(events), _payload):
-                    reader.feed_all((event,))
+                try:
+                    async for event in self._tapped(aiter(events), _payload):
+                        reader.feed_all((event,))
+                finally:
+                    await events.close()
         except ProviderError:
             raise
         except Exception as exc:  # the stream broke after the request succeeded: no retry was made
             self._fail(exc, 1)
-        finally:
-            await events.close()
         return reader.result(output_tool)
 
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:

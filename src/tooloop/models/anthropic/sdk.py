@@ -115,8 +115,11 @@ class SdkEvents:
             take([event])
 
     async def feed(self, reader: StreamReader) -> None:
-        """Hand ``reader`` each event, in order, until the end of the body."""
-        await self.read(reader.feed_all)
+        """Hand ``reader`` each event, in order, until the end of the body; then close."""
+        try:
+            await self.read(reader.feed_all)
+        finally:
+            await self.close()
 
     async def close(self) -> None:
         """Release the connection (read to the end or not)."""

@@ -8,19 +8,22 @@ them; deltas become events only when somebody listens. An ``error`` event raises
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse, ThinkingPart, ToolCall
-from ...transport.client import Client, StreamError, fast_loads, loads
+from ...transport.client import Client, StreamError, dumps, fast_loads, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder, sse_events
 from .response import PROVIDER, assemble, respond, tool_call
 
-__all__ = ["AnthropicClient", "LeanEvents", "StreamReader"]
+if TYPE_CHECKING:
+    from .sdk import SdkEvents
+
+__all__ = ["AnthropicClient", "LeanEvents", "StreamReader", "events_of"]
 
 
 def _finished(start: Mapping[str, Any], parts: list[str], signature: str) -> dict[str, Any]:
@@ -229,14 +232,21 @@ class StreamReader:
         message = data.get("message") or {}
         self.model = message.get("model")
         self.response_id = message.get("id")
-        self.usage.update(message.get("usage") or {})
+        usage = message.get("usage")
+        if usage:
+            if self.usage or type(usage) is not dict:
+                self.usage.update(usage)
+            else:  # the usual first usage: the parsed dict itself, which nobody else holds
+                self.usage = usage
 
     def message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta") or {}
         self.stop_reason = delta.get("stop_reason") or self.stop_reason
         self.stop_details = delta.get("stop_details") or self.stop_details
         self.stop_sequence = delta.get("stop_sequence") or self.stop_sequence
-        self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+        usage = data.get("usage")
+        if usage:  # its counts over those before, but not its nulls
+            self.usage.update({k: v for k, v in usage.items() if v is not None} if None in usage.values() else usage)
 
     def response(self, output_tool: str | None) -> ModelResponse:
         starts, parts = self._starts, self._parts
@@ -297,6 +307,12 @@ class StreamReader:
         )
 
 
+def events_of(answer: Response | SdkEvents) -> LeanEvents | SdkEvents:
+    """The events of what a channel's ``post_stream`` gave: the lean transport's response read
+    as :class:`LeanEvents`, the SDK's events as they are."""
+    return LeanEvents(answer) if isinstance(answer, Response) else answer
+
+
 class LeanEvents:
     """The events of one SSE answer on the lean transport: ``(event name, data)`` pairs.
 
@@ -320,22 +336,26 @@ class LeanEvents:
 
     async def feed(self, reader: StreamReader) -> None:
         """Hand ``reader`` the events of each network read until the end of the body: the usual
-        piece (whole named one-line events) parsed in one call, any other event by event."""
+        piece (whole named one-line events) parsed in one call, any other event by event. Then
+        the events are closed (the connection dropped unless the body was read to its end)."""
         response = self._response
         decoder = SSEDecoder()
         clean = True  # the decoder holds nothing: a piece starting with an event starts one
         carriage = False  # a CR came: line ends are the decoder's to read from then on
-        while piece := await response.piece():
-            if clean:
-                found = _usual_events(piece)
-                if found is not None:
-                    reader.feed_parsed(found)
-                    continue
-            events = decoder.feed(piece)
-            carriage = carriage or _CR in piece
-            clean = not carriage and piece[-2:] == b"\n\n"  # then the decoder kept nothing
-            if events:
-                reader.feed_all(events)
+        try:
+            while piece := await response.piece():
+                if clean:
+                    found = _usual_events(piece)
+                    if found is not None:
+                        reader.feed_parsed(found)
+                        continue
+                events = decoder.feed(piece)
+                carriage = carriage or _CR in piece
+                clean = not carriage and piece[-2:] == b"\n\n"  # then the decoder kept nothing
+                if events:
+                    reader.feed_all(events)
+        finally:
+            response.close()
 
     def __aiter__(self) -> AsyncIterator[tuple[str | None, bytes]]:
         return sse_events(self._response.iter_bytes())
@@ -410,9 +430,11 @@ class AnthropicClient(Client):
         )
         self._long: dict[float, Client] = {}
 
-    async def post_stream(self, path: str, body: Any) -> LeanEvents:
-        """Send an encoded body asking for a stream; its events."""
-        return LeanEvents(await self.post(path, body))
+    def post_stream(self, path: str, body: Any) -> Awaitable[Response]:
+        """Send an encoded body asking for a stream; the response, whose events :func:`events_of` reads."""
+        # the send's own coroutine, not one more around it: it waits for the answer in every
+        # conversation waiting
+        return self._send(path, body if isinstance(body, bytes) else dumps(body))
 
     async def post_long(self, path: str, body: Any, idle: float) -> Any:
         """:meth:`post_json` with an idle timeout that covers a whole long plain answer."""
