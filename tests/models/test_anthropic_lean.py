@@ -312,3 +312,43 @@ async def test_a_forced_plain_request_with_a_large_max_tokens_gets_a_longer_idle
     assert [("stream" in body, body["max_tokens"]) for body in sent] == [(False, 64_000), (False, 100)]
     assert model._idle_timeout == 120.0
     assert [lean.pools.first.read_timeout for lean in model._channel._long.values()] == [1800.0]  # an hour per 128k
+
+
+_USUAL = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\nevent: ping\ndata: {"type": "ping"}\n\n'
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        _USUAL,
+        b'event: x\ndata: {"a": 1}\n\n',  # data without a type: the event's name names it
+        _USUAL + b": keep-alive\n\n",  # a comment line
+        b'event: x\nid: 7\ndata: {"type": "x"}\n\n',  # another field between name and data
+        b'event: x\ndata: {"type":\ndata: "x"}\n\n',  # data over two lines
+        b'event: x\ndata: {"type": "x"}\n\nevent: y\n\n',  # an event without data
+        b'event: a","b\ndata: {"type": "x"}\n\n',  # a name that would break out of a JSON string
+        b'event: x\r\ndata: {"type": "x"}\r\n\r\n',  # CRLF line ends
+        b'event: x\ndata: {"type": "x"}\n',  # an unfinished event
+        b'data: {"type": "x"}\n\n',  # no name
+    ],
+)
+def test_the_usual_piece_is_read_as_the_general_decoder_reads_it_or_left_to_it(piece: bytes) -> None:
+    from tooloop.models.anthropic.stream import _usual_events
+    from tooloop.transport.sse import SSEDecoder
+
+    found = _usual_events(piece)
+    if found is None:
+        return  # the general decoder reads it, as it reads every piece
+    general = [item for name, data in SSEDecoder().feed(piece) for item in (name, json.loads(data))]
+    assert found == general
+
+
+def test_the_usual_piece_takes_the_fast_path() -> None:
+    from tooloop.models.anthropic.stream import _usual_events
+
+    assert _usual_events(_USUAL) == [
+        "message_start",
+        {"type": "message_start", "message": {"id": "m"}},
+        "ping",
+        {"type": "ping"},
+    ]
