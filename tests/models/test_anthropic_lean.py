@@ -314,7 +314,10 @@ async def test_a_forced_plain_request_with_a_large_max_tokens_gets_a_longer_idle
     assert [lean.pools.first.read_timeout for lean in model._channel._long.values()] == [1800.0]  # an hour per 128k
 
 
-_USUAL = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\nevent: ping\ndata: {"type": "ping"}\n\n'
+_USUAL = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
+    b'event: ping\ndata: {"type": "ping"}\n\n'
+)
 
 
 @pytest.mark.parametrize(

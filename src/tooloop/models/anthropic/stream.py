@@ -122,7 +122,7 @@ class StreamReader:
         data in turn (a name is read only for data without a type)."""
         try:
             pairs = iter(events)
-            self._walk(zip(pairs, pairs))
+            self._walk(zip(pairs, pairs, strict=False))  # names and data in turn: an even count
         finally:
             if self._span_parts or self._span_head is not None:
                 self._flush()
