@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from tests.support.scripted import calls_then
 from tooloop import (
     Agent,
     CancelToken,
@@ -20,7 +21,6 @@ from tooloop import (
     ProviderConnectionError,
     StopReason,
     ToolCall,
-    ToolCallMessage,
     ToolCallStatus,
     ToolContext,
     Transcript,
@@ -28,15 +28,6 @@ from tooloop import (
     tool,
 )
 from tooloop.testing import FunctionModel, ScriptedModel, TruncatedStream, inject
-
-
-def _calls_then(text: str, *calls: ToolCall) -> FunctionModel:
-    def answer(request: ModelRequest) -> ModelResponse:
-        if any(isinstance(m, ToolCallMessage) for m in request.messages):
-            return ModelResponse(text)
-        return ModelResponse(tool_calls=calls)
-
-    return FunctionModel(answer)
 
 
 async def test_a_tool_cancelling_its_own_run_does_not_leak_a_cancel_into_the_caller() -> None:
@@ -47,7 +38,7 @@ async def test_a_tool_cancelling_its_own_run_does_not_leak_a_cancel_into_the_cal
         ctx.cancel_token.cancel("the tool asked")
         return "stopping"
 
-    result = await Agent(_calls_then("never", ToolCall("c1", "stop_now", {})), tools=[stop_now]).run("go")
+    result = await Agent(calls_then("never", ToolCall("c1", "stop_now", {})), tools=[stop_now]).run("go")
     assert result.stop_reason is StopReason.CANCELLED
     await asyncio.sleep(0)  # would raise CancelledError if the cancel had leaked into this task
     await asyncio.sleep(0.01)
@@ -74,7 +65,7 @@ async def test_closing_one_stream_does_not_cancel_other_runs_sharing_the_token()
         return "ok"
 
     shared = CancelToken()
-    agent = Agent(_calls_then("final", ToolCall("c1", "slow", {})), tools=[slow])
+    agent = Agent(calls_then("final", ToolCall("c1", "slow", {})), tools=[slow])
     first, second = agent.stream("A", cancel=shared), agent.stream("B", cancel=shared)
 
     async def drain() -> StopReason | None:
@@ -99,7 +90,7 @@ async def test_a_stream_dropped_by_its_cancelled_consumer_stops_its_run() -> Non
         ran.append("charged")
         return "ok"
 
-    model = _calls_then("final", ToolCall("c1", "charge_card", {}))
+    model = calls_then("final", ToolCall("c1", "charge_card", {}))
     agent = Agent(model, tools=[charge_card])
 
     async def consume() -> None:  # holds the only reference to the stream, like a request handler
@@ -122,7 +113,7 @@ async def test_waiting_for_the_next_event_with_a_timeout_does_not_disturb_the_ru
         await asyncio.sleep(0.2)
         return "done"
 
-    events = Agent(_calls_then("final", ToolCall("c1", "slow", {})), tools=[slow]).stream("go")
+    events = Agent(calls_then("final", ToolCall("c1", "slow", {})), tools=[slow]).stream("go")
     heartbeats = 0
     async with events:
         while True:
@@ -173,7 +164,7 @@ def test_run_sync_returns_at_the_timeout_even_while_a_sync_tool_blocks() -> None
         release.wait(10)
         return "late"
 
-    agent = Agent(_calls_then("never", ToolCall("c1", "hang", {})), tools=[hang], limits=Limits(timeout=0.2))
+    agent = Agent(calls_then("never", ToolCall("c1", "hang", {})), tools=[hang], limits=Limits(timeout=0.2))
     started = time.monotonic()
     from tooloop import RunTimeoutError
 
@@ -284,7 +275,7 @@ async def test_plain_task_cancellation_still_journals_what_the_transcript_says(t
         return "late"
 
     url = f"sqlite:///{tmp_path / 's.db'}"
-    agent = Agent(_calls_then("never", ToolCall("c1", "slow", {})), tools=[slow], store=url)
+    agent = Agent(calls_then("never", ToolCall("c1", "slow", {})), tools=[slow], store=url)
     task = asyncio.ensure_future(agent.run("go", session_id="w"))
     await asyncio.wait_for(started.wait(), 30)  # cancel once the tool runs, however loaded the machine
     task.cancel()

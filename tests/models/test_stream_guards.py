@@ -14,21 +14,18 @@ import anyio
 import pytest
 
 from tests.models.openai_wire import chunk
+from tests.support.scripted import calls_then
 from tooloop import (
     Agent,
     AssistantMessage,
-    ModelResponse,
     RunFinished,
     StopReason,
     TextDelta,
     ToolCall,
-    ToolCallMessage,
     ToolCallStatus,
     get_model,
     tool,
 )
-from tooloop.models.base import ModelRequest
-from tooloop.testing import FunctionModel
 
 Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -163,15 +160,6 @@ async def test_a_consumer_slower_than_the_read_timeout_never_trips_it() -> None:
     assert events.result is not None and events.result.stop_reason is StopReason.END_TURN
 
 
-def _calls_then(text: str, *calls: ToolCall) -> FunctionModel:
-    def answer(request: ModelRequest) -> ModelResponse:
-        if any(isinstance(m, ToolCallMessage) for m in request.messages):
-            return ModelResponse(text)
-        return ModelResponse(tool_calls=calls)
-
-    return FunctionModel(answer)
-
-
 async def test_inside_a_streamed_run_the_current_task_is_the_runs_own_and_its_timeouts_work() -> None:
     seen: dict[str, object] = {}
 
@@ -188,7 +176,7 @@ async def test_inside_a_streamed_run_the_current_task_is_the_runs_own_and_its_ti
         return "gave up twice"
 
     consumer = asyncio.current_task()
-    events = Agent(_calls_then("done", ToolCall("c1", "patient", {})), tools=[patient]).stream("go")
+    events = Agent(calls_then("done", ToolCall("c1", "patient", {})), tools=[patient]).stream("go")
     async with events:
         async for _ in events:
             pass
@@ -206,7 +194,7 @@ async def test_a_tool_raising_cancelled_error_itself_fails_its_call_and_cancels_
         raise asyncio.CancelledError("made up")
 
     consumer = asyncio.current_task()
-    events = Agent(_calls_then("done", ToolCall("c1", "odd", {})), tools=[odd]).stream("go")
+    events = Agent(calls_then("done", ToolCall("c1", "odd", {})), tools=[odd]).stream("go")
     async with events:
         async for _ in events:
             pass
