@@ -61,7 +61,9 @@ class Workers:
     def lines(self, kind: str | None = None) -> list[list[str]]:
         if not self.effects.exists():
             return []
-        rows = [line.split() for line in self.effects.read_text().splitlines()]
+        text = self.effects.read_text()
+        # only whole lines: a read while a worker appends may see the start of its line alone
+        rows = [line.split() for line in text[: text.rfind("\n") + 1].splitlines()]
         return [r for r in rows if kind is None or r[2] == kind]
 
     @staticmethod
