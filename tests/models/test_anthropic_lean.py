@@ -321,27 +321,28 @@ _USUAL = (
 
 
 @pytest.mark.parametrize(
-    "piece",
+    ("piece", "taken"),
     [
-        _USUAL,
-        b'event: x\ndata: {"a": 1}\n\n',  # data without a type: the event's name names it
-        _USUAL + b": keep-alive\n\n",  # a comment line
-        b'event: x\nid: 7\ndata: {"type": "x"}\n\n',  # another field between name and data
-        b'event: x\ndata: {"type":\ndata: "x"}\n\n',  # data over two lines
-        b'event: x\ndata: {"type": "x"}\n\nevent: y\n\n',  # an event without data
-        b'event: a","b\ndata: {"type": "x"}\n\n',  # a name that would break out of a JSON string
-        b'event: x\r\ndata: {"type": "x"}\r\n\r\n',  # CRLF line ends
-        b'event: x\ndata: {"type": "x"}\n',  # an unfinished event
-        b'data: {"type": "x"}\n\n',  # no name
+        (_USUAL, True),
+        (b'event: x\ndata: {"a": 1}\n\n', True),  # data without a type: the event's name names it
+        (_USUAL + b": keep-alive\n\n", False),  # a comment line
+        (b'event: x\nid: 7\ndata: {"type": "x"}\n\n', False),  # another field between name and data
+        (b'event: x\ndata: {"type":\ndata: "x"}\n\n', False),  # data over two lines
+        (b'event: x\ndata: {"type": "x"}\n\nevent: y\n\n', False),  # an event without data
+        (b'event: a","b\ndata: {"type": "x"}\n\n', False),  # a name that would break out of a JSON string
+        (b'event: x\r\ndata: {"type": "x"}\r\n\r\n', False),  # CRLF line ends
+        (b'event: x\ndata: {"type": "x"}\n', False),  # an unfinished event
+        (b'data: {"type": "x"}\n\n', False),  # no name
     ],
 )
-def test_the_usual_piece_is_read_as_the_general_decoder_reads_it_or_left_to_it(piece: bytes) -> None:
+def test_the_usual_piece_is_read_as_the_general_decoder_reads_it_or_left_to_it(piece: bytes, taken: bool) -> None:
     from tooloop.models.anthropic.stream import _usual_events
     from tooloop.transport.sse import SSEDecoder
 
     found = _usual_events(piece)
+    assert (found is not None) is taken  # any other piece is left to the general decoder
     if found is None:
-        return  # the general decoder reads it, as it reads every piece
+        return
     general = [item for name, data in SSEDecoder().feed(piece) for item in (name, json.loads(data))]
     assert found == general
 
