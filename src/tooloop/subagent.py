@@ -174,8 +174,8 @@ def _asking(approver: Approver, path: str) -> Approver:
     return approve
 
 
-class _Forward(list[Event]):
-    """The child's event list: each event appended goes to the parent, tagged with the path."""
+class _Forward(EventChannel):
+    """The child's event channel: each event appended goes to the parent, tagged with the path."""
 
     __slots__ = ("_emit", "_path")
 
@@ -192,9 +192,7 @@ class _Forward(list[Event]):
 
 
 def _forwarding(emit: Callable[[Event], None], path: str) -> EventChannel:
-    channel = EventChannel()
-    channel.items = _Forward(emit, path)
-    return channel
+    return _Forward(emit, path)
 
 
 def _plain(value: Any) -> Any:

@@ -112,7 +112,7 @@ class Recorder:
         """Send an event to the stream consumer, if there is one."""
         channel = self.events
         if channel is not None:
-            channel.items.append(event)  # EventChannel.put, inline
+            channel.append(event)  # EventChannel.put, inline
             if channel.waiter is not None:
                 channel.wake()
 
@@ -138,9 +138,8 @@ class Recorder:
                 self._unrecorded.extend(messages)
         channel = self.events
         if channel is not None:  # EventChannel.put, inline: one wake for all of them
-            items = channel.items
             for message in messages:
-                items.append(MessageAdded(message))
+                channel.append(MessageAdded(message))
             if channel.waiter is not None:
                 channel.wake()
 

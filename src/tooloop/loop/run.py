@@ -666,7 +666,7 @@ class Run:
             self.steps.hear(event.text)
         channel = self.record.events
         if channel is not None:
-            channel.items.append(event)  # EventChannel.put, inline: one call per chunk
+            channel.append(event)  # EventChannel.put, inline: one call per chunk
             if channel.waiter is not None:
                 channel.wake()
 
