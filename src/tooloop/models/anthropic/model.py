@@ -233,6 +233,7 @@ class AnthropicModel(ProviderModel):
         self._native_tool_search = native_tool_search
         self._thinking = thinking
         self._request = AnthropicRequest()
+        self._lean = lean is not None
         self._plain_limit = None if plain_any_size else _PLAIN_MAX_TOKENS
         profile = lookup_profile(model_name)
         self._default_max_tokens = profile.max_output_tokens if profile else DEFAULT_MAX_TOKENS
@@ -262,28 +263,41 @@ class AnthropicModel(ProviderModel):
         # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
         # waiting conversation.
         max_tokens = self._max_tokens(settings)
-        body, output_tool = self._request.body(
-            request,
-            model=self._name,
-            settings=settings,
-            max_tokens=max_tokens,
-            thinking=self._thinking,
-            native_output=self._native_output,
-        )
-        if settings.extra:
-            body.update(settings.extra)
+        payload: Any
+        if self._lean:  # the JSON made directly (see AnthropicRequest.payload)
+            payload, output_tool = self._request.payload(
+                request,
+                model=self._name,
+                settings=settings,
+                max_tokens=max_tokens,
+                thinking=self._thinking,
+                native_output=self._native_output,
+                stream=stream,
+            )
+            if listening():
+                self._sent(loads(payload))
+        else:
+            payload, output_tool = self._request.body(
+                request,
+                model=self._name,
+                settings=settings,
+                max_tokens=max_tokens,
+                thinking=self._thinking,
+                native_output=self._native_output,
+            )
+            if settings.extra:
+                payload.update(settings.extra)
+            if stream:
+                payload["stream"] = True
+            self._sent(payload)
+        # Nothing of the request but its JSON (on the lean path) is kept while the answer comes:
+        # at thousands of conversations waiting, every object kept alive meanwhile is scanned by
+        # the garbage collector.
         if stream:
-            body["stream"] = True
-            return self._stream(body, on_event, output_tool)
-        return self._plain(body, max_tokens, output_tool)
+            return self._stream(payload, on_event, output_tool)
+        return self._plain(payload, max_tokens, output_tool)
 
-    async def _plain(self, body: dict[str, Any], max_tokens: int, output_tool: str | None) -> ModelResponse:
-        self._sent(body)
-        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
-        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
-        # collector.
-        payload = self._channel.encode(body)
-        del body
+    async def _plain(self, payload: Any, max_tokens: int, output_tool: str | None) -> ModelResponse:
         long = self._plain_limit is not None and max_tokens > self._plain_limit  # plain forced by settings
         if long:
             data = await self._long(payload, max_tokens)
@@ -304,12 +318,7 @@ class AnthropicModel(ProviderModel):
                 ) from None
             raise
 
-    async def _stream(
-        self, body: dict[str, Any], on_event: EventHandler | None, output_tool: str | None
-    ) -> ModelResponse:
-        self._sent(body)
-        payload = self._channel.encode(body)
-        del body  # as in _plain: nothing of the request is kept while the answer streams
+    async def _stream(self, payload: Any, on_event: EventHandler | None, output_tool: str | None) -> ModelResponse:
         events = events_of(await self._channel.post_stream(_PATH, payload))
         reader = StreamReader(on_event)
         try:

@@ -27,6 +27,7 @@ Pure data mapping, no SDK import. The rules Anthropic enforces and how they are 
 
 from __future__ import annotations
 
+import json
 import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,9 +48,10 @@ from ...messages import (
     UserPart,
 )
 from ...outcome import for_model, native_parts
+from ...transport.client import dumps, loads
 from ..base import MemoKey, ModelRequest, ModelSettings, OutputSchema, ToolDefinition
 from ..inputs import decoded_text, refuse
-from ..portable import BatchMemo, IdMapper, ToolBatch, Turn, own_thinking, turns
+from ..portable import IdMapper, ToolBatch, Turn, own_thinking, turns
 
 __all__ = ["INPUT_KINDS", "PROVIDER", "SEARCH_TOOL", "AnthropicRequest", "build_body"]
 
@@ -82,19 +84,35 @@ def build_body(
 
 
 MAX_BREAKPOINTS = 4
+_LATEST = MAX_BREAKPOINTS - 2  # the breakpoints on messages: the two latest
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
-_MARKERS: dict[str | None, Block] = {None: {"type": "ephemeral"}, "1h": {"type": "ephemeral", "ttl": "1h"}}
+_MARKERS: dict[str, Block] = {"5m": {"type": "ephemeral"}, "1h": {"type": "ephemeral", "ttl": "1h"}}
+_MARKER_JSON = {ttl: json.dumps(marker, separators=(",", ":")).encode() for ttl, marker in _MARKERS.items()}
 _CHOICES = {"auto": "auto", "required": "any", "none": "none"}
 
 
-class AnthropicRequest:
-    """The request bodies of one model, its tool list built once (and again only when it changes)."""
+def _cache_ttl(settings: ModelSettings) -> str | None:
+    """How long the breakpoints keep what they mark (a key of ``_MARKERS``); None without prompt caching."""
+    cache = settings.cache
+    if cache is None or cache == "auto":
+        return "1h" if settings.cache_ttl == "1h" else "5m"
+    return None
 
-    __slots__ = ("_tools_in", "_tools_out")
+
+class AnthropicRequest:
+    """The request bodies of one model, its tool list built once (and again only when it changes).
+
+    :meth:`body` makes the body as dicts (for the SDK and the tests), :meth:`payload` its JSON
+    directly (the lean transport): the messages a run's previous request sent go out as the JSON
+    they became then, and the tool list as the JSON made when it was built.
+    """
+
+    __slots__ = ("_tools_in", "_tools_json", "_tools_out")
 
     def __init__(self) -> None:
         self._tools_in: tuple[Any, ...] | None = None
         self._tools_out: list[Block] = []
+        self._tools_json = b"[]"
 
     def body(
         self,
@@ -107,19 +125,73 @@ class AnthropicRequest:
         native_output: bool = False,
     ) -> tuple[dict[str, Any], str | None]:
         """The request body, and the name of the forced output tool when native output is used."""
-        system, messages = request_messages(request, model)
+        ttl = _cache_ttl(settings)
+        marker = None if ttl is None else _MARKERS[ttl]
+        system, sent, new, _ = request_messages(request, model, 0 if marker is None else _LATEST)
+        messages = [*loads(b"[" + sent + b"]"), *new] if sent else new
         body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+        output_tool = self._fill(body, request, system, settings, marker, thinking, native_output, spliced=False)
+        if marker is not None:
+            _mark_latest(messages, marker, _LATEST)
+        return body, output_tool
+
+    def payload(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        settings: ModelSettings,
+        max_tokens: int,
+        thinking: Mapping[str, Any] | None,
+        native_output: bool,
+        stream: bool,
+    ) -> tuple[bytes, str | None]:
+        """:meth:`body` as the JSON it is sent as, with ``settings.extra`` over it and ``stream``
+        set when asked; the name of the forced output tool."""
+        ttl = _cache_ttl(settings)
+        marker = None if ttl is None else _MARKERS[ttl]
+        system, sent, new, encoded = request_messages(request, model, 0 if marker is None else _LATEST)
+        head: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        output_tool = self._fill(head, request, system, settings, marker, thinking, native_output, spliced=True)
+        spliced_tools = "tools" not in head and bool(request.tools)
+        if settings.extra:
+            head.update(settings.extra)
+        if stream:
+            head["stream"] = True
+        parts = [dumps(head)[:-1]]  # without its closing brace
+        if "messages" not in head:
+            if ttl is not None:
+                encoded = _marked_latest(new, encoded, _MARKER_JSON[ttl], _MARKERS[ttl])
+            parts += (b',"messages":[', b",".join((sent, *encoded)) if sent else b",".join(encoded), b"]")
+        if spliced_tools and "tools" not in head:
+            parts += (b',"tools":', self._tools_json)
+        parts.append(b"}")
+        return b"".join(parts), output_tool
+
+    def _fill(
+        self,
+        body: dict[str, Any],
+        request: ModelRequest,
+        system: str,
+        settings: ModelSettings,
+        marker: Block | None,
+        thinking: Mapping[str, Any] | None,
+        native_output: bool,
+        *,
+        spliced: bool,
+    ) -> str | None:
+        """Everything but the messages into ``body`` (the request's own tool list too unless
+        ``spliced``: then it is :attr:`_tools_json`); the forced output tool's name."""
         # prompt caching: breakpoints on the last tool, the system prompt and the two latest
         # messages (MAX_BREAKPOINTS in all)
-        cache = settings.cache
-        marker = (_MARKERS["1h" if settings.cache_ttl == "1h" else None]) if cache is None or cache == "auto" else None
         if system:
             body["system"] = system if marker is None else [{"type": "text", "text": system, "cache_control": marker}]
         thinks = thinking is not None and thinking.get("type") != "disabled"
         output_tool = None
         if request.tools and not (native_output and request.output is not None):
             tools = self._tools(request.tools, request.tool_search, marker)
-            body["tools"] = tools
+            if not spliced:
+                body["tools"] = tools
             body["tool_choice"] = _choice(_CHOICES[request.tool_choice], settings)
         else:  # structured output as a forced tool, or no tools but those the history used
             tools, output_tool = _add_tools(body, request, native_output, thinks, settings)
@@ -133,9 +205,7 @@ class AnthropicRequest:
             body["stop_sequences"] = list(settings.stop)
         if thinking is not None:
             body["thinking"] = dict(thinking)
-        if marker is not None:
-            _mark_latest(messages, marker, MAX_BREAKPOINTS - 2)
-        return body, output_tool
+        return output_tool
 
     def _tools(self, tools: tuple[ToolDefinition, ...], tool_search: bool, marker: Block | None) -> list[Block]:
         """The tool list (its breakpoint on the last tool not deferred), made again only when the
@@ -146,6 +216,7 @@ class AnthropicRequest:
             if marker is not None:
                 _mark_last_tool(out, marker)
             self._tools_out = out
+            self._tools_json = dumps(out)
             self._tools_in = key
         return self._tools_out
 
@@ -179,61 +250,99 @@ def _mark_latest(messages: list[dict[str, Any]], marker: Block, count: int) -> N
                 break
 
 
+def _marked_latest(
+    messages: list[dict[str, Any]], encoded: list[bytes], marker_json: bytes, marker: Block
+) -> list[bytes]:
+    """:func:`_mark_latest` on the messages' JSON ``encoded``: the latest ones' JSON with the breakpoint."""
+    marked = list(encoded)
+    for index in range(len(messages) - 1, max(len(messages) - _LATEST, 0) - 1, -1):
+        message, json_text = messages[index], encoded[index]
+        last = message["content"][-1]
+        if last.get("type") not in _UNMARKABLE and "cache_control" not in last and json_text.endswith(b"}]}"):
+            # the usual case, the last block marked: its JSON is the message's but for the final "]}"
+            marked[index] = b"".join((json_text[:-3], b',"cache_control":', marker_json, b"}]}"))
+        else:
+            copy = [message]
+            _mark_latest(copy, marker, 1)
+            marked[index] = dumps(copy[0])
+    return marked
+
+
 def convert_messages(
-    messages: Sequence[Message], model: str, batches: BatchMemo[_Batch], *, tool_search: bool = False
+    messages: Sequence[Message], model: str, *, tool_search: bool = False
 ) -> tuple[str, list[dict[str, Any]]]:
-    """``(system text, Anthropic messages)``; ``batches``: the run's tool batches already converted
-    (a batch's messages are the very dicts made for the run's first request that sent it: change
-    none of them); ``tool_search``: the request has the tool search tool (else the search's blocks
-    of earlier answers are left out)."""
+    """``(system text, Anthropic messages)``; ``tool_search``: the request has the tool search tool
+    (else the search's blocks of earlier answers are left out)."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
-    _convert(messages, model, batches, tool_search, system, out, _ids())
+    _convert(messages, model, tool_search, system, out)
     return "\n\n".join(system), out
 
 
-def _ids() -> IdMapper:
-    """The ids as Anthropic takes them (a rewrite depends on the id alone)."""
-    return IdMapper("a-zA-Z0-9_-", 64, "toolu_")
+_VALID_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
-_Batch = tuple[dict[str, Any], ...]
+def _tool_id(original: str) -> str:
+    """A tool-call id as Anthropic takes it: itself, or its rewrite (which depends on the id alone,
+    so nothing is kept between calls)."""
+    if _VALID_ID.fullmatch(original):
+        return original
+    return IdMapper("a-zA-Z0-9_-", 64, "toolu_")(original)
 
 
-class _RunPart(BatchMemo[_Batch]):
-    """What a run keeps for its Anthropic requests: the tool batches already converted, and what
-    its latest request sent (its messages, and the system texts and Anthropic messages they
-    became, before breakpoints). The next request of the run sends the same messages and a few
-    more, and only those are converted."""
+class _RunPart:
+    """What a run keeps for its next Anthropic request: the messages its latest request sent, the
+    JSON of the Anthropic messages they became (before breakpoints, comma-separated), the role of
+    the last of those, and the system texts. The next request of the run sends the same messages
+    and a few more, and only those are converted. Kept as bytes and strings: at a thousand
+    conversations waiting for their answers, every container kept is one more object for the
+    garbage collector to scan."""
 
-    __slots__ = ("ids", "messages", "out", "system", "tool_search")
+    __slots__ = ("last_role", "messages", "sent", "system", "tool_search")
 
     def __init__(self) -> None:
-        super().__init__()
-        self.ids = _ids()
         self.messages: tuple[Message, ...] = ()
+        self.sent = b""
+        self.last_role = ""
         self.system: tuple[str, ...] = ()  # texts only: a tuple the collector stops tracking
-        self.out: list[dict[str, Any]] = []
         self.tool_search = False
 
 
 _RUN: MemoKey[_RunPart] = MemoKey("anthropic")
 
 
-def request_messages(request: ModelRequest, model: str) -> tuple[str, list[dict[str, Any]]]:
-    """:func:`convert_messages` for ``request``, converting only what the run's previous request
-    did not send (a new list: the caller may change it, not the dicts in it)."""
+def request_messages(
+    request: ModelRequest, model: str, latest: int
+) -> tuple[str, bytes, list[dict[str, Any]], list[bytes]]:
+    """The system text, the JSON of the Anthropic messages the run's previous request sent (b""
+    for none), the messages after them and their JSON (new dicts: the caller may change them).
+
+    What the previous request sent is reused when the request's messages start with its messages,
+    and what follows neither merges into its last message nor leaves fewer than ``latest`` new
+    messages (the latest ones get breakpoints); else everything is converted anew."""
     memo = request.memo
     if memo is None:
-        return convert_messages(request.messages, model, BatchMemo(), tool_search=request.tool_search)
+        system, out = convert_messages(request.messages, model, tool_search=request.tool_search)
+        return system, b"", out, [dumps(message) for message in out]
     run = memo.part(_RUN, _RunPart)
     messages = tuple(request.messages)
-    done = _already_sent(run, messages, request.tool_search)
-    system = list(run.system) if done else []
-    out = list(run.out) if done else []
-    _convert(messages[done:] if done else messages, model, run, request.tool_search, system, out, run.ids)
-    run.messages, run.system, run.out, run.tool_search = messages, tuple(system), out, request.tool_search
-    return "\n\n".join(system), list(out)
+    tool_search = request.tool_search
+    done = _already_sent(run, messages, tool_search)
+    texts = list(run.system) if done else []
+    out: list[dict[str, Any]] = []
+    _convert(messages[done:] if done else messages, model, tool_search, texts, out)
+    sent = run.sent if done else b""
+    if sent and (len(out) < latest or (out and out[0]["role"] == run.last_role)):
+        texts, out, sent = [], [], b""  # breakpoints or a merge fall on what was sent: all anew
+        _convert(messages, model, tool_search, texts, out)
+    encoded = [dumps(message) for message in out]
+    if out:
+        run.sent = b",".join((sent, *encoded)) if sent else b",".join(encoded)
+        run.last_role = out[-1]["role"]
+    elif not sent:
+        run.sent, run.last_role = b"", ""
+    run.messages, run.system, run.tool_search = messages, tuple(texts), tool_search
+    return "\n\n".join(texts), sent, out, encoded
 
 
 def _already_sent(sent: _RunPart, messages: tuple[Message, ...], tool_search: bool) -> int:
@@ -255,17 +364,15 @@ def _already_sent(sent: _RunPart, messages: tuple[Message, ...], tool_search: bo
 def _convert(
     messages: Sequence[Message],
     model: str,
-    batches: BatchMemo[_Batch],
     tool_search: bool,
     system: list[str],
     out: list[dict[str, Any]],
-    ids: IdMapper,
 ) -> None:
     """Add what ``messages`` become to ``system`` (texts) and ``out`` (Anthropic messages, a role's
     adjacent messages merged)."""
     for item in turns(messages):
         if type(item) is ToolBatch:
-            for message in _batch(item, ids, tool_search, batches):
+            for message in _batch(item, tool_search):
                 if out and out[-1]["role"] == message["role"]:
                     _merge(out, message["content"])
                 else:
@@ -275,7 +382,7 @@ def _convert(
             if item.text.strip():
                 system.append(item.text)
             continue
-        for role, blocks in _turn(item, ids, model, tool_search):
+        for role, blocks in _turn(item, model, tool_search):
             if not blocks:
                 continue
             if out and out[-1]["role"] == role:
@@ -295,19 +402,15 @@ def used_tools(messages: Sequence[Message]) -> list[str]:
     return list(dict.fromkeys(m.tool_name for m in messages if isinstance(m, ToolCallMessage)))
 
 
-def _batch(item: ToolBatch, ids: IdMapper, tool_search: bool, batches: BatchMemo[_Batch]) -> _Batch:
-    """The messages a tool batch becomes (its assistant turn, then its results), remembered in
-    ``batches`` for the next requests of the run, which send the batch again: its messages never
-    change, and neither do the ids (a rewrite depends on the id alone)."""
-    made = batches.get(item.calls, tool_search)
-    if made is None:  # a batch's blocks do not depend on the model
-        first = item.calls[0]
-        if first.thinking or first.provider_data:
-            made = _merged(_turn(item, ids, "", tool_search))
-        else:  # the usual batch: text, calls, results
-            made = _plain_batch(item.calls, ids)
-        batches.put(item.calls, made, tool_search)
-    return made
+_Batch = tuple[dict[str, Any], ...]
+
+
+def _batch(item: ToolBatch, tool_search: bool) -> _Batch:
+    """The messages a tool batch becomes: its assistant turn, then its results."""
+    first = item.calls[0]
+    if first.thinking or first.provider_data:
+        return _merged(_turn(item, "", tool_search))  # a batch's blocks do not depend on the model
+    return _plain_batch(item.calls)  # the usual batch: text, calls, results
 
 
 def _merged(turned: list[tuple[str, list[Block]]]) -> _Batch:
@@ -321,19 +424,19 @@ def _merged(turned: list[tuple[str, list[Block]]]) -> _Batch:
     return tuple(messages)
 
 
-def _plain_batch(calls: Sequence[ToolCallMessage], ids: IdMapper) -> _Batch:
+def _plain_batch(calls: Sequence[ToolCallMessage]) -> _Batch:
     """What :func:`_turn` makes of a batch without thinking or kept blocks, made directly."""
     uses = _text(calls[0].message)
     results: list[Block] = []
     for call in calls:
-        call_id = ids(call.tool_call_id)
+        call_id = _tool_id(call.tool_call_id)
         arguments = {} if call.raw_arguments is not None else dict(call.arguments)
         uses.append({"type": "tool_use", "id": call_id, "name": call.tool_name, "input": arguments})
         results.append(_tool_result(call, call_id))
     return {"role": "assistant", "content": uses}, {"role": "user", "content": results}
 
 
-def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:
+def _turn(item: Turn, model: str, tool_search: bool = False) -> list[tuple[str, list[Block]]]:
     """The (role, blocks) a turn becomes; adjacent ones of a role end up in one message."""
     if isinstance(item, UserMessage):
         if item.parts:
@@ -342,16 +445,16 @@ def _turn(item: Turn, ids: IdMapper, model: str, tool_search: bool = False) -> l
     if isinstance(item, AssistantMessage):
         kept = _kept_content(item.provider_data)
         if kept is not None:
-            return [("assistant", _replayed(kept, (), ids, tool_search))]
+            return [("assistant", _replayed(kept, (), tool_search))]
         return [("assistant", [*_thinking_blocks(item.thinking), *_text(item.text)])]
     if isinstance(item, ToolBatch):
         kept = _kept_content(item.first.provider_data)
-        results = [_tool_result(call, ids(call.tool_call_id)) for call in item.calls]
+        results = [_tool_result(call, _tool_id(call.tool_call_id)) for call in item.calls]
         if kept is not None:
-            return [("assistant", _replayed(kept, item.calls, ids, tool_search)), ("user", results)]
+            return [("assistant", _replayed(kept, item.calls, tool_search)), ("user", results)]
         return [
             ("assistant", [*_thinking_blocks(item.first.thinking), *_text(item.text)]),
-            ("assistant", [_tool_use(call, ids) for call in item.calls]),
+            ("assistant", [_tool_use(call) for call in item.calls]),
             ("user", results),
         ]
     if isinstance(item, SystemMessage):
@@ -366,7 +469,7 @@ def _kept_content(provider_data: Mapping[str, Any]) -> list[Any] | None:
     return list(content) if isinstance(content, list | tuple) else None
 
 
-def _replayed(kept: list[Any], calls: Sequence[ToolCallMessage], ids: IdMapper, tool_search: bool) -> list[Block]:
+def _replayed(kept: list[Any], calls: Sequence[ToolCallMessage], tool_search: bool) -> list[Block]:
     """An answer's blocks in their order: ``tool_use`` rebuilt from the batch's calls (a call no
     longer in the batch is left out), text that is blank left out, the rest as they came."""
     by_id = {call.tool_call_id: call for call in calls}
@@ -378,7 +481,7 @@ def _replayed(kept: list[Any], calls: Sequence[ToolCallMessage], ids: IdMapper, 
         if kind == "tool_use":
             call = by_id.get(block.get("id"))  # type: ignore[arg-type]
             if call is not None:
-                blocks.append(_tool_use(call, ids))
+                blocks.append(_tool_use(call))
         elif kind == "text":
             if isinstance(block.get("text"), str) and block["text"].strip():
                 blocks.append(_plain(block))
@@ -445,9 +548,9 @@ def _thinking_blocks(parts: Iterable[ThinkingPart]) -> list[Block]:
     return blocks
 
 
-def _tool_use(call: ToolCallMessage, ids: IdMapper) -> Block:
+def _tool_use(call: ToolCallMessage) -> Block:
     arguments = {} if call.raw_arguments is not None else dict(call.arguments)
-    return {"type": "tool_use", "id": ids(call.tool_call_id), "name": call.tool_name, "input": arguments}
+    return {"type": "tool_use", "id": _tool_id(call.tool_call_id), "name": call.tool_name, "input": arguments}
 
 
 def _tool_result(call: ToolCallMessage, call_id: str) -> Block:
