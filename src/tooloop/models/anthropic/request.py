@@ -322,8 +322,8 @@ def request_messages(
     messages (the latest ones get breakpoints); else everything is converted anew."""
     memo = request.memo
     if memo is None:
-        system, out = convert_messages(request.messages, model, tool_search=request.tool_search)
-        return system, b"", out, [dumps(message) for message in out]
+        system, made = convert_messages(request.messages, model, tool_search=request.tool_search)
+        return system, b"", made, [dumps(message) for message in made]
     run = memo.part(_RUN, _RunPart)
     messages = tuple(request.messages)
     tool_search = request.tool_search
