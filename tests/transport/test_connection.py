@@ -167,3 +167,51 @@ async def test_an_answer_read_later_keeps_its_own_body_and_headers_while_its_con
     third = await pool.request(HEAD, b"{}")
     assert [await answer.read() for answer in (third, first, second)] == [b"body 2", b"body 0", b"body 1"]
     assert [answer.headers["x-n"] for answer in (first, second, third)] == ["0", "1", "2"]
+
+
+REAL_HEAD = (
+    b"HTTP/1.1 200 OK\r\n"
+    b"Date: Sat, 28 Nov 2026 20:00:00 GMT\r\n"
+    b"Content-Type: application/json\r\n"
+    b"Connection: keep-alive\r\n"
+    b"x-request-id:req_123\r\n"  # no blank after the colon
+    b"openai-processing-ms: \t 412 \t\r\n"  # blanks around the value
+    b"Set-Cookie: a=1; path=/\r\n"
+    b"set-cookie: b=2; path=/\r\n"
+    b"X-RateLimit-Remaining-Requests: 9999\r\n"
+    b"CONTENT-ENCODING: GZip\r\n"
+    b"Content-Length: %d\r\n"
+    b"\r\n"
+)
+
+
+async def test_a_head_with_many_headers_in_any_case_written_byte_by_byte_after_an_interim_answer(
+    serve: Start,
+) -> None:
+    body = gzip.compress(b'{"ok": true}')
+    answer = b"\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n" + REAL_HEAD % len(body) + body
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        for n in range(len(answer)):
+            writer.write(answer[n : n + 1])
+            await writer.drain()
+        await reader.read()  # until the pool closes the connection
+        writer.close()
+
+    pool = await serve(handler)
+    response = await pool.request(HEAD, b"{}")
+    assert response.status == 200
+    assert await response.read() == b'{"ok": true}'
+    assert response.plain_length == -1  # encoded: its length on the wire is not the body's
+    assert response.headers == {
+        "date": "Sat, 28 Nov 2026 20:00:00 GMT",
+        "content-type": "application/json",
+        "connection": "keep-alive",
+        "x-request-id": "req_123",
+        "openai-processing-ms": "412",
+        "set-cookie": "a=1; path=/, b=2; path=/",
+        "x-ratelimit-remaining-requests": "9999",
+        "content-encoding": "GZip",
+        "content-length": str(len(body)),
+    }

@@ -20,12 +20,13 @@ import asyncio
 import errno
 import math
 import os
+import selectors
 import socket
 import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .plain import PlainTransport
+from .plain import PlainTransport, unwatch_writer, watch
 
 __all__ = ["TTL", "Addresses", "connect"]
 
@@ -145,11 +146,11 @@ async def _connected(
         if code in (errno.EINPROGRESS, errno.EAGAIN, errno.EINTR):  # the usual case: the handshake is under way
             fd = sock.fileno()
             writable = loop.create_future()
-            loop.add_writer(fd, _writable, loop, fd, writable)
+            watch(loop, fd, selectors.EVENT_WRITE, _writable, loop, fd, writable)
             try:
                 await writable
             finally:
-                if not writable.done():  # cancelled (the connect timeout): stop watching the socket
+                if writable.cancelled() or not writable.done():  # the connect timeout: stop watching the socket
                     loop.remove_writer(fd)
             code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
@@ -163,7 +164,7 @@ async def _connected(
 
 
 def _writable(loop: asyncio.AbstractEventLoop, fd: int, writable: asyncio.Future[None]) -> None:
-    loop.remove_writer(fd)
+    unwatch_writer(loop, fd)
     if not writable.done():
         writable.set_result(None)
 

@@ -311,14 +311,18 @@ class Endpoint:
 
 
 class _Parse:
-    """What llhttp (through ``httptools``) reports of a connection's answer, as it parses the bytes fed to it."""
+    """What llhttp (through ``httptools``) reports of a connection's answer, as it parses the bytes fed to it.
 
-    __slots__ = ("body", "complete", "headers", "idle", "keep", "parser", "status")
+    No callback per header: a real server sends twenty or so, and a call into Python for each
+    cost more than the rest of the head. The head is kept as the bytes it came in
+    (:func:`_final_head`) and read for the few headers the transport needs.
+    """
+
+    __slots__ = ("body", "complete", "idle", "keep", "parser", "status")
 
     def __init__(self) -> None:
         self.status = 0
         """The status once the head is complete (0 before; a 1xx is replaced by the answer that follows)."""
-        self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
         self.complete = False
         self.keep = False
@@ -329,9 +333,8 @@ class _Parse:
         make a cycle, and every response garbage only the cyclic collector frees)."""
 
     def next_answer(self) -> None:
-        """Start over for the next answer on the connection (the lists the last one handed out stay its own)."""
+        """Start over for the next answer on the connection (the list the last one handed out stays its own)."""
         self.status = 0
-        self.headers = []
         self.body = []
         self.complete = self.keep = False
         self.idle = 0
@@ -339,12 +342,7 @@ class _Parse:
     def on_message_begin(self) -> None:
         if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
             raise _Extra
-        if self.headers:  # a 1xx answer's headers: the real answer's replace them
-            self.headers = []
         self.complete = False
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         parser = self.parser
@@ -357,6 +355,20 @@ class _Parse:
 
     def on_message_complete(self) -> None:
         self.complete = True
+
+
+def _final_head(data: bytes) -> bytes:
+    """The head of the answer (its status line and header lines, each ending with CRLF, without the
+    blank line) from ``data``, the bytes of the answer whose head llhttp found complete: past any 1xx
+    answer's head (a 1xx has no body) and any blank lines before the status line (llhttp skips them)."""
+    start = 0
+    while True:
+        while data[start : start + 1] in (b"\r", b"\n"):
+            start += 1
+        end = data.find(b"\r\n\r\n", start)  # llhttp takes only CRLF line ends, and no folded lines
+        if data[start + 9 : start + 10] != b"1":  # "HTTP/1.1 1xx": an informational answer came first
+            return data[start : end + 2]
+        start = end + 4
 
 
 class _Extra(Exception):
@@ -372,25 +384,32 @@ class Response:
 
     __slots__ = ("_body", "_conn", "_decoder", "_head", "_headers", "_pool", "plain_length", "status")
 
-    def __init__(self, pool: Pool, conn: Connection, parse: _Parse) -> None:
+    def __init__(self, pool: Pool, conn: Connection, parse: _Parse, head: bytes) -> None:
         self.status = parse.status
         self._pool = pool
         self._conn: Connection | None = conn
         """The connection while the body is still coming (its parser's report is this answer's until then)."""
-        self._head = parse.headers
+        self._head = head
+        """The head as it came (:func:`_final_head`): the headers are read from it when asked for."""
         self._body = parse.body
         """The pieces of the body parsed and not yet read."""
         self._headers: dict[str, str] | None = None
         self._decoder: _Decoder | None = None
+        # The two headers this client needs, found in the head lowercased (llhttp checked its lines:
+        # CRLF ends, no folding, no blank before the colon, one content-length at most).
+        low = head.lower()
+        at = low.find(b"\ncontent-encoding:")
+        while at >= 0:
+            encoding = low[at + 18 : low.find(b"\r", at)].strip()
+            if encoding and encoding != b"identity":
+                self._decoder = _decoder(encoding)
+            at = low.find(b"\ncontent-encoding:", at + 18)
         length = -1
-        for name, value in parse.headers:  # the two this client needs; the dict is built on demand
-            if len(name) == 16 and name.lower() == b"content-encoding":
-                encoding = value.strip().lower()
-                if encoding and encoding != b"identity":
-                    self._decoder = _decoder(encoding)
-            elif len(name) == 14 and name.lower() == b"content-length":
-                length = int(value)  # llhttp checked it is a number
-        self.plain_length = length if self._decoder is None else -1
+        if self._decoder is None:
+            at = low.find(b"\ncontent-length:")
+            if at >= 0:
+                length = int(low[at + 16 : low.find(b"\r", at)])  # llhttp checked it is a number
+        self.plain_length = length
         """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
         if parse.complete:
             self._done()
@@ -400,7 +419,8 @@ class Response:
         """The response headers, names lowercased (repeated headers joined with ``", "``)."""
         if self._headers is None:
             headers: dict[str, str] = {}
-            for raw_name, raw_value in self._head:
+            for line in self._head.split(b"\r\n")[1:-1]:  # the status line first, the empty rest last
+                raw_name, _, raw_value = line.partition(b":")
                 name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1").strip()
                 headers[name] = f"{headers[name]}, {value}" if name in headers else value
             self._headers = headers
@@ -506,7 +526,8 @@ class Response:
         """The server closed the connection: the end of a body framed by it, else a body cut short."""
         parse = conn._parse
         assert parse is not None
-        if parse.complete or parse.keep or any(name.lower() in _FRAMED for name, _ in self._head):
+        headers = self.headers
+        if parse.complete or parse.keep or "content-length" in headers or "transfer-encoding" in headers:
             raise TransportError("the server closed the connection before the body was complete")
         parse.complete = True
         self._done()
@@ -516,9 +537,6 @@ class Response:
         if conn is not None:
             parse = conn._parse
             self._pool.release(conn, parse is not None and parse.keep)
-
-
-_FRAMED = (b"content-length", b"transfer-encoding")
 
 
 def _feed(parser: httptools.HttpResponseParser, parse: _Parse, data: bytes) -> None:
@@ -685,8 +703,8 @@ class Pool:
                         raise self._failure(exc) from None
                 parse, data = self._answer_starts(conn)
                 if parse.status < 200:  # the head is not all there (or a 1xx came first)
-                    await self._rest_of_head(conn, parse, data)
-                return Response(self, conn, parse)
+                    data = await self._rest_of_head(conn, parse, data)
+                return Response(self, conn, parse, _final_head(data))
             except TransportError as exc:
                 self._drop(conn, failed=True)
                 if not fresh and _nothing_received(exc):
@@ -838,18 +856,21 @@ class Pool:
                 raise _NoDescriptor(error) from exc
             raise error from exc
 
-    async def _rest_of_head(self, conn: Connection, parse: _Parse, data: bytes) -> None:
-        """Read until the answer's head is complete; ``data``, the first bytes, were fed already."""
-        received = len(data)
+    async def _rest_of_head(self, conn: Connection, parse: _Parse, data: bytes) -> bytes:
+        """Read until the answer's head is complete; ``data``, the first bytes, were fed already.
+        Every byte received so far, joined."""
+        received = [data]
+        size = len(data)
         while True:
             if not data:  # the server closed the connection
-                raise self._cut(received)
-            if received > _MAX_HEAD and not parse.status:
+                raise self._cut(size)
+            if size > _MAX_HEAD and not parse.status:
                 raise TransportError("the response head is too long")
             if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
-                return
+                return b"".join(received)
             data = await self.next_bytes(conn)
-            received += len(data)
+            received.append(data)
+            size += len(data)
             if data:
                 assert conn._parser is not None
                 _feed(conn._parser, parse, data)
