@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from types import TracebackType
 
@@ -97,10 +98,12 @@ class _Queue:
 class _Wheel:
     """Every deadline of one event loop, behind one timer."""
 
-    __slots__ = ("_armed", "_loop", "_queues", "_timer")
+    __slots__ = ("_armed", "_loop", "_queues", "_time", "_timer")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        # asyncio's own clock is the monotonic one: read it without a call through the loop
+        self._time = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
         self._queues: dict[float, _Queue] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._armed = math.inf
@@ -109,7 +112,7 @@ class _Wheel:
         queue = self._queues.get(seconds)
         if queue is None:
             queue = self._queues[seconds] = _Queue()
-        scope = Scope((self._loop.time() if started is None else started) + seconds, task, queue)
+        scope = Scope((self._time() if started is None else started) + seconds, task, queue)
         scopes = queue.scopes
         if started is not None and scopes and scopes[-1].deadline > scope.deadline:
             _insert_in_order(scopes, scope)
@@ -127,7 +130,7 @@ class _Wheel:
 
     def _fire(self) -> None:
         self._timer, self._armed = None, math.inf
-        now = self._loop.time()
+        now = self._time()
         upcoming = math.inf
         for seconds, queue in list(self._queues.items()):
             due = queue.expire_until(now)

@@ -11,6 +11,7 @@ same, so the queue is in the order they expire.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 
 __all__ = ["Expiry"]
@@ -26,43 +27,51 @@ class Expiry:
     watched future is pending, and keeps it until then (at most ``seconds`` after the last wait).
     """
 
-    __slots__ = ("_compact_at", "_queue", "_seconds", "_time", "_timer", "loop")
+    __slots__ = ("_compact_at", "_dues", "_seconds", "_time", "_timer", "_waiters", "loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
         self.loop = loop
         """The event loop whose clock and timer it uses."""
-        self._time = loop.time
+        # asyncio's own clock is the monotonic one: read it without a call through the loop
+        self._time = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
         self._seconds = seconds
-        self._queue: deque[tuple[float, asyncio.Future[None]]] = deque()
+        # Two queues in step rather than one of pairs: no tuple made, and tracked, per wait.
+        self._dues: deque[float] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._timer: asyncio.TimerHandle | None = None
         self._compact_at = _COMPACT_AT
 
     def watch(self, waiter: asyncio.Future[None]) -> None:
         """Fail ``waiter`` with ``TimeoutError`` if it is still pending when its time is up."""
-        queue = self._queue
-        while queue and queue[0][1].done():  # the usual case: the waits before it have ended
-            queue.popleft()
-        if len(queue) >= self._compact_at:
+        waiters = self._waiters
+        while waiters and waiters[0].done():  # the usual case: the waits before it have ended
+            waiters.popleft()
+            self._dues.popleft()
+        if len(waiters) >= self._compact_at:
             self._compact()
         due = self._time() + self._seconds
-        queue.append((due, waiter))
+        self._dues.append(due)
+        waiters.append(waiter)
         if self._timer is None:
             self._timer = self.loop.call_at(due, self._fire)
 
     def _compact(self) -> None:
         """Drop the settled entries kept behind a long wait (a quiet stream) at the head."""
-        queue = self._queue = deque(entry for entry in self._queue if not entry[1].done())
-        self._compact_at = max(_COMPACT_AT, 2 * len(queue))
+        pending = [(due, waiter) for due, waiter in zip(self._dues, self._waiters) if not waiter.done()]
+        self._dues = deque(due for due, _ in pending)
+        self._waiters = deque(waiter for _, waiter in pending)
+        self._compact_at = max(_COMPACT_AT, 2 * len(pending))
 
     def _fire(self) -> None:
         self._timer = None
-        queue = self._queue
+        dues, waiters = self._dues, self._waiters
         now = self._time()
-        while queue:
-            due, waiter = queue[0]
+        while waiters:
+            waiter = waiters[0]
             if not waiter.done():
-                if due > now:
-                    self._timer = self.loop.call_at(due, self._fire)
+                if dues[0] > now:
+                    self._timer = self.loop.call_at(dues[0], self._fire)
                     return
                 waiter.set_exception(TimeoutError())
-            queue.popleft()
+            waiters.popleft()
+            dues.popleft()
