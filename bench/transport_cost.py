@@ -16,6 +16,11 @@ and parsed with orjson, one array per piece (as the Chat Completions reader does
     python bench/transport_cost.py                      # 500 at once, 3 requests each
     python bench/transport_cost.py --level 1000 --doors transport
     python bench/transport_cost.py --stream --level 300
+    python bench/transport_cost.py --real-headers      # answers with the headers a real API sends
+
+``--real-headers``: the mock's answers carry, besides their framing, the twenty-odd headers the
+OpenAI API sends (rate limits, request id, cookies, CDN headers; the values made up), where the
+mock alone sends two: a real server's head costs a client more to read.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,6 +39,35 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _callgrind import counted  # noqa: E402
+
+REAL_HEADERS = (
+    b"date: Sat, 28 Nov 2026 20:00:00 GMT\r\n"
+    b"connection: keep-alive\r\n"
+    b"access-control-expose-headers: X-Request-ID\r\n"
+    b"openai-organization: org-bench\r\n"
+    b"openai-processing-ms: 412\r\n"
+    b"openai-project: proj_bench\r\n"
+    b"openai-version: 2020-10-01\r\n"
+    b"x-envoy-upstream-service-time: 415\r\n"
+    b"x-ratelimit-limit-requests: 10000\r\n"
+    b"x-ratelimit-limit-tokens: 2000000\r\n"
+    b"x-ratelimit-remaining-requests: 9999\r\n"
+    b"x-ratelimit-remaining-tokens: 1999975\r\n"
+    b"x-ratelimit-reset-requests: 6ms\r\n"
+    b"x-ratelimit-reset-tokens: 0s\r\n"
+    b"x-request-id: req_0123456789abcdef0123456789abcdef\r\n"
+    b"strict-transport-security: max-age=31536000; includeSubDomains; preload\r\n"
+    b"cf-cache-status: DYNAMIC\r\n"
+    b"set-cookie: __cf_bm=0123456789abcdefghijklmnopqrstuvwxyz0123456789; path=/; expires=Sat, 28-Nov-26 20:30:00"
+    b" GMT; domain=.api.openai.com; HttpOnly; Secure; SameSite=None\r\n"
+    b"set-cookie: _cfuvid=0123456789abcdefghijklmnopqrstuvwxyz-0123456789; path=/; domain=.api.openai.com;"
+    b" HttpOnly; Secure; SameSite=None\r\n"
+    b"x-content-type-options: nosniff\r\n"
+    b"server: cloudflare\r\n"
+    b"cf-ray: 8e1f0123456789ab-SJC\r\n"
+    b'alt-svc: h3=":443"; ma=86400\r\n'
+)
+"""What the OpenAI API sends in an answer's head besides its framing (the values made up)."""
 
 PATH = "/v1/chat/completions"
 BODY = {"model": "mock-k1-t1-l50", "messages": [{"role": "user", "content": "What is 1 + 2? Use the tool."}]}
@@ -104,15 +139,55 @@ def _streamer(client: Any, body: Any) -> Callable[[], Awaitable[Any]]:
     return post
 
 
+class _RealHeadersMock:
+    """`bench/mock_wire.py` whose answers carry :data:`REAL_HEADERS` (this script serves it with ``--serve``),
+    started as `bench/providers.py`'s ``Mock``."""
+
+    def __init__(self) -> None:
+        cpus = sorted(os.sched_getaffinity(0))
+        self.pinned = len(cpus) >= 2
+        pre = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if self.pinned else None
+        command = [sys.executable, __file__, "--serve"]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pre)
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline().split()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        if self.pinned:
+            os.sched_setaffinity(0, set(cpus[:-1]))
+
+    def close(self) -> None:
+        self.proc.terminate()  # the server this script started, by its handle
+        self.proc.wait(10)
+
+
+def _serve() -> None:
+    """The mock, its answers' heads with :data:`REAL_HEADERS` after the status line."""
+    import mock_wire
+
+    framed = mock_wire.framed
+
+    def with_headers(status: bytes, pieces: list[bytes], sse: bool, chunked: bool, keep: bool) -> bytes:
+        return framed(status, pieces, sse, chunked, keep).replace(b"\r\n", b"\r\n" + REAL_HEADERS, 1)
+
+    mock_wire.framed = with_headers
+    sys.argv = sys.argv[:1]
+    mock_wire.main()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--level", type=int, default=500, help="clients at once")
     parser.add_argument("--requests", type=int, default=3, help="requests per client, in a row")
     parser.add_argument("--doors", default="floor,transport", help="comma-separated: floor, transport")
     parser.add_argument("--stream", action="store_true", help="streamed answers (SSE) instead of JSON")
+    parser.add_argument("--real-headers", action="store_true", help="answers with a real API's headers")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        _serve()
+        return
     if args.worker:
         asyncio.run(_requests(args.worker, args.url, args.level, args.requests, args.stream))
         return
@@ -120,7 +195,7 @@ def main() -> None:
         raise SystemExit("valgrind is not installed")
     import providers
 
-    mock = providers.Mock(chunked=False)
+    mock = _RealHeadersMock() if args.real_headers else providers.Mock(chunked=False)
     try:
         counts: dict[str, float] = {}
         for door in args.doors.split(","):
@@ -134,7 +209,7 @@ def main() -> None:
     parts = [
         f"{door} {count / 1e3:.1f} k" + (f" ({count / floor:.2f}x)" if floor else "") for door, count in counts.items()
     ]
-    what = "streamed requests" if args.stream else "requests"
+    what = ("streamed requests" if args.stream else "requests") + (" (real headers)" if args.real_headers else "")
     print(f"{args.level} at once, {args.requests} {what} each: " + ", ".join(parts) + " instructions/request")
 
 
