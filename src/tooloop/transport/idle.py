@@ -57,7 +57,7 @@ class Expiry:
 
     def _compact(self) -> None:
         """Drop the settled entries kept behind a long wait (a quiet stream) at the head."""
-        pending = [(due, waiter) for due, waiter in zip(self._dues, self._waiters) if not waiter.done()]
+        pending = [(due, waiter) for due, waiter in zip(self._dues, self._waiters, strict=True) if not waiter.done()]
         self._dues = deque(due for due, _ in pending)
         self._waiters = deque(waiter for _, waiter in pending)
         self._compact_at = max(_COMPACT_AT, 2 * len(pending))
