@@ -84,3 +84,21 @@ async def test_a_stalled_request_is_a_read_timeout_while_others_on_the_pool_go_o
         assert 0.9 < time.monotonic() - started < 4
     finally:
         await pool.aclose()
+
+
+async def test_a_wait_watched_as_the_queue_is_compacted_still_times_out() -> None:
+    loop = asyncio.get_running_loop()
+    expiry = Expiry(loop, 0.05)
+    quiet = loop.create_future()
+    expiry.watch(quiet)  # pending at the head: the waits that end behind it are compacted away
+    for _ in range(255):  # with the quiet one, 256 queued: the next watch compacts the queue first
+        waiter = loop.create_future()
+        expiry.watch(waiter)
+        waiter.set_result(None)
+    late = loop.create_future()
+    expiry.watch(late)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(late, 2)  # the bound, should the watch have been lost
+    assert time.monotonic() - started < 1
+    assert quiet.done()

@@ -51,7 +51,7 @@ class Expiry:
             self._compact()
         due = self._time() + self._seconds
         self._dues.append(due)
-        waiters.append(waiter)
+        self._waiters.append(waiter)
         if self._timer is None:
             self._timer = self.loop.call_at(due, self._fire)
 
