@@ -15,14 +15,23 @@ per contestant, and counts per conversation what the event loop and the collecto
 The counters wrap the loop's methods, so the timings this script prints are not the contestants'
 speeds: use ``bench/providers.py --phases burst`` for those.
 
+With ``--alive`` it counts what the full collections scan instead: the tracked objects of the
+process after the warm-up (and its modules), and the tracked objects each conversation keeps while
+it waits for the model's first, second and third answer (``--level`` conversations waiting at once
+on 1 s answers), by type. At a burst the collector runs about once per 700 objects the
+conversations keep (a waiting conversation's objects are counted when made, and their freeing
+later gives the count nothing back), so these are what the ``gc0`` to ``gc2`` counts follow.
+
     python bench/burst_probe.py                                    # openai_chat, all four doors
     python bench/burst_probe.py --provider anthropic --doors run,stream --level 1000
+    python bench/burst_probe.py --alive --doors floor_sse,run,stream --level 200
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import json
 import os
@@ -135,18 +144,69 @@ async def worker(name: str, url: str, level: int, n: int) -> dict[str, float]:
     return out
 
 
+async def alive_worker(name: str, url: str, level: int) -> dict[str, Any]:
+    """The heap after the warm-up, and the tracked objects per waiting conversation at each answer."""
+    run, close = providers.build(name, url, "mock-k1-t3-l1000")
+    want = providers.expected(1, 3)
+    assert want in await run(providers.PROMPT)
+    gc.collect()
+    heap = gc.get_objects()
+    out: dict[str, Any] = {"heap": len(heap), "modules": len(sys.modules)}
+    before = collections.Counter(type(o).__name__ for o in heap)
+    del heap
+    burst = asyncio.gather(*(run(providers.PROMPT) for _ in range(level)))
+    waits = []
+    for pause in (0.5, 1.0, 1.0):  # within each 1 s wait for an answer, every conversation waiting
+        await asyncio.sleep(pause)
+        now = collections.Counter(type(o).__name__ for o in gc.get_objects())
+        now.subtract(before)
+        kept = {kind: round(n / level, 2) for kind, n in now.most_common() if n >= level / 2}
+        waits.append({"per_conversation": sum(now.values()) / level, "by_type": kept})
+    assert all(want in answer for answer in await burst)
+    await close()
+    out["waits"] = waits
+    return out
+
+
+def alive(args: argparse.Namespace) -> None:
+    mock = providers.Mock(False)
+    try:
+        for door in args.doors.split(","):
+            name = f"{args.provider}/{door}"
+            command = [sys.executable, __file__, "--worker", name, "--url", mock.url, "--level", str(args.level)]
+            done = subprocess.run(
+                [*command, "--alive"], capture_output=True, text=True, timeout=600, check=False, env=os.environ
+            )
+            if done.returncode:
+                raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"{name}: {row['heap']:,} tracked objects after the warm-up, {row['modules']} modules")
+            for answer, wait in enumerate(row["waits"], 1):
+                kinds = ", ".join(f"{n:g} {kind}" for kind, n in wait["by_type"].items())
+                print(f"  waiting for answer {answer}: {wait['per_conversation']:.1f} per conversation: {kinds}")
+    finally:
+        mock.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--provider", default="openai_chat")
     ap.add_argument("--doors", default=",".join(providers.DOORS))
     ap.add_argument("--level", type=int, default=1000)
     ap.add_argument("--n", type=int, help="bursts (or sequential conversations with --level 1); 1 / 50")
+    ap.add_argument("--alive", action="store_true", help="count the heap and the objects of waiting conversations")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     args = ap.parse_args()
     n = args.n or (50 if args.level == 1 else 1)
     if args.worker:
-        print(json.dumps(asyncio.run(worker(args.worker, args.url, args.level, n))))
+        if args.alive:
+            print(json.dumps(asyncio.run(alive_worker(args.worker, args.url, args.level))))
+        else:
+            print(json.dumps(asyncio.run(worker(args.worker, args.url, args.level, n))))
+        return
+    if args.alive:
+        alive(args)
         return
     mock = providers.Mock(False)
     rows: dict[str, dict[str, float]] = {}
