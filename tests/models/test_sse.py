@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import msgspec
 import pytest
 
-from tooloop.models.openai_chat.chunks import ChunkShapeError
+from tooloop.models.openai_chat.chunks import ChunkShapeError, ChunkUsage
 from tooloop.models.openai_chat.stream import SSEChunks
 from tooloop.transport.client import StreamError
 from tooloop.transport.sse import SSEDecoder, sse_events
@@ -202,6 +202,7 @@ async def test_events_of_a_stream_in_any_pieces_up_to_done(typed: bool) -> None:
     expected = _as_read(typed, {"model": "a", "object": "x"}, {"usage": {"n": [2, 3]}}, {"model": "x,y"})
     if typed:
         expected[0] = _record(model="a")  # fields a chunk record does not have are skipped
+        expected[1] = _record(usage=msgspec.to_builtins(ChunkUsage()))  # as are those of its usage
     for cuts in _cuts(body):
         taken, failure, chunks = await _read(body, cuts, typed)
         assert (taken, failure, chunks.done) == (expected, None, True), cuts

@@ -20,15 +20,18 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "NO_USAGE",
     "UNSET",
     "Chunk",
     "ChunkChoice",
     "ChunkDelta",
+    "ChunkDetails",
     "ChunkFunction",
     "ChunkLogprob",
     "ChunkLogprobs",
     "ChunkShapeError",
     "ChunkToolCall",
+    "ChunkUsage",
     "ContentPart",
     "chunk_from",
     "decode",
@@ -106,12 +109,36 @@ class ChunkChoice(msgspec.Struct, gc=False):
     """vLLM's: the stop string (or token id) that ended the answer."""
 
 
+class ChunkDetails(msgspec.Struct, gc=False):
+    """The token details of a ``usage`` object (the fields :func:`.response.usage_from` reads)."""
+
+    cached_tokens: Any = None
+    cache_write_tokens: Any = None
+    reasoning_tokens: Any = None
+
+
+class ChunkUsage(msgspec.Struct, gc=False):
+    """A chunk's ``usage``: the fields :func:`.response.usage_from` reads from a dict.
+
+    Decoded as a record, not a dict: the usage chunk's nested objects would otherwise be three
+    dicts and every key of them. Values are kept as sent (:func:`.response.chunk_usage` is as
+    lenient about them as ``usage_from``).
+    """
+
+    prompt_tokens: Any = None
+    completion_tokens: Any = None
+    prompt_tokens_details: ChunkDetails | None = None
+    completion_tokens_details: ChunkDetails | None = None
+    prompt_cache_hit_tokens: Any = None
+    cost: Any = None
+
+
 class Chunk(msgspec.Struct, gc=False):
     """One ``chat.completion.chunk``, or an error event (``error`` set) a server sent instead."""
 
     choices: list[ChunkChoice] | msgspec.UnsetType | None = msgspec.UNSET
     """``UNSET`` when the chunk has no ``choices`` at all (falsy, like an empty list)."""
-    usage: dict[str, Any] | None = None
+    usage: ChunkUsage | None = None
     model: str | None = None
     id: str | None = None
     error: Any = None
@@ -120,6 +147,9 @@ class Chunk(msgspec.Struct, gc=False):
 
 
 UNSET = msgspec.UNSET
+
+NO_USAGE = ChunkUsage()
+"""A ``usage`` without any field tooloop reads (``{}``): no usage, as an empty dict was."""
 
 ChunkShapeError = msgspec.ValidationError
 """Raised for JSON that is not a chunk (a ``ValueError``)."""

@@ -29,15 +29,17 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError
 from ...messages import ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ..error_table import provider_error
+from .chunks import ChunkDetails, ChunkUsage
 from .reasoning import DETAILS, details_text, split_content
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
-__all__ = ["build_response", "intact", "parse_completion", "raise_embedded_error", "usage_from"]
+__all__ = ["build_response", "chunk_usage", "intact", "parse_completion", "raise_embedded_error", "usage_from"]
 
 _RawCall = tuple[str | None, str, str]
 """(id as sent or None, name, arguments text) of one tool call before ids are made unique."""
@@ -56,20 +58,58 @@ def usage_from(data: Mapping[str, Any] | None) -> Usage:
     get = data.get
     prompt_details = get("prompt_tokens_details") or _NO_DETAILS
     completion_details = get("completion_tokens_details") or _NO_DETAILS
-    cost = get("cost")
-    return Usage(
-        get("prompt_tokens") or 0,
-        get("completion_tokens") or 0,
-        0,
-        0,
-        prompt_details.get("cached_tokens") or get("prompt_cache_hit_tokens") or 0,
-        prompt_details.get("cache_write_tokens") or 0,
-        completion_details.get("reasoning_tokens") or 0,
-        None if cost is None else _billed(cost),
+    return _usage(
+        get("prompt_tokens"),
+        get("completion_tokens"),
+        prompt_details.get("cached_tokens") or get("prompt_cache_hit_tokens"),
+        prompt_details.get("cache_write_tokens"),
+        completion_details.get("reasoning_tokens"),
+        get("cost"),
     )
 
 
+def chunk_usage(usage: ChunkUsage | None) -> Usage:
+    """:func:`usage_from` for a streamed chunk's ``usage``, decoded as a record."""
+    if usage is None:
+        return Usage()
+    prompt = usage.prompt_tokens_details or _NO_CHUNK_DETAILS
+    completion = usage.completion_tokens_details or _NO_CHUNK_DETAILS
+    return _usage(
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        prompt.cached_tokens or usage.prompt_cache_hit_tokens,
+        prompt.cache_write_tokens,
+        completion.reasoning_tokens,
+        usage.cost,
+    )
+
+
+def _usage(prompt: Any, completion: Any, cached: Any, written: Any, reasoning: Any, cost: Any) -> Usage:
+    made = new_draft(_UsageDraft)  # Usage(...) with every field given
+    made.input_tokens = prompt or 0
+    made.output_tokens = completion or 0
+    made.requests = 0
+    made.tool_calls = 0
+    made.cache_read_tokens = cached or 0
+    made.cache_write_tokens = written or 0
+    made.reasoning_tokens = reasoning or 0
+    made.cost = None if cost is None else _billed(cost)
+    made.estimated = False
+    made.cache_write_1h_tokens = 0
+    made.__class__ = Usage
+    usage: Usage = made
+    return usage
+
+
+# A response's ModelResponse, Usage and ToolCalls are filled through drafts (see tooloop._frozen):
+# every field set here, one class assignment instead of a frozen __init__'s checks and calls.
+_ModelResponseDraft = draft_of(ModelResponse)
+_UsageDraft = draft_of(Usage)
+_ToolCallDraft = draft_of(ToolCall)
+
+
 _NO_DETAILS: Mapping[str, Any] = {}
+_NO_CHUNK_DETAILS = ChunkDetails()
 
 
 def _billed(cost: Any) -> Decimal | None:
@@ -91,7 +131,7 @@ def build_response(
     refusal: str,
     calls: list[_RawCall],
     finish_reason: str | None,
-    usage: Mapping[str, Any] | None,
+    usage: Usage,
     model: str | None,
     reasoning: str,
     provider: str,
@@ -108,22 +148,24 @@ def build_response(
     answer there), kept when the answer stopped normally and it is a string.
     """
     truncated = finish_reason == "length"
-    tool_calls = _tool_calls(calls, truncated)
+    tool_calls = _tool_calls(calls, truncated) if calls else ()
     if details:
         reasoning = reasoning or details_text(details)
-    thinking = (ThinkingPart(intact(reasoning), signature=signature, provider=provider),) if reasoning else ()
-    return ModelResponse(
-        intact(text),
-        tool_calls,
-        _stop_reason(finish_reason, bool(tool_calls), bool(refusal)),
-        usage_from(usage),
-        thinking=thinking,
-        refusal=intact(refusal) or None,
-        model=model or None,
-        provider_data={provider: {DETAILS: details}} if details else {},
-        response_id=response_id or None,
-        stop_sequence=stop_sequence if finish_reason == "stop" and isinstance(stop_sequence, str) else None,
-    )
+    made = new_draft(_ModelResponseDraft)  # ModelResponse(...) with every field given
+    made.text = intact(text)
+    made.tool_calls = tool_calls
+    made.stop_reason = _stop_reason(finish_reason, bool(tool_calls), bool(refusal))
+    made.usage = usage
+    made.thinking = (ThinkingPart(intact(reasoning), signature=signature, provider=provider),) if reasoning else ()
+    made.refusal = intact(refusal) or None
+    made.model = model or None
+    made.provider_data = {provider: {DETAILS: details}} if details else {}
+    made.response_id = response_id or None
+    made.stop_sequence = stop_sequence if finish_reason == "stop" and isinstance(stop_sequence, str) else None
+    made.tokens = None
+    made.__class__ = ModelResponse
+    response: ModelResponse = made
+    return response
 
 
 def _stop_reason(finish_reason: str | None, has_calls: bool, refused: bool) -> StopReason:
@@ -149,7 +191,13 @@ def _tool_calls(calls: list[_RawCall], truncated: bool) -> tuple[ToolCall, ...]:
             arguments = intact(arguments)
             if not arguments.strip():
                 arguments = "{}"
-        out.append(ToolCall(call_id, name, arguments))
+        made = new_draft(_ToolCallDraft)  # ToolCall(call_id, name, arguments)
+        made.id = call_id
+        made.name = name
+        made.arguments = arguments
+        made.provider_data = None
+        made.__class__ = ToolCall
+        out.append(made)
     return tuple(out)
 
 
@@ -215,7 +263,7 @@ def _parse_completion(data: Any, provider: str) -> ModelResponse:
         refusal=message.get("refusal") or "",
         calls=calls,
         finish_reason=choice.get("finish_reason") or None,
-        usage=data.get("usage"),
+        usage=usage_from(data.get("usage")),
         model=data.get("model"),
         reasoning=message.get("reasoning_content") or message.get("reasoning") or thinking,
         provider=provider,

@@ -8,20 +8,33 @@ assembles text, thinking and tool calls from them, with the leniencies :mod:`.re
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from ..._deadline import deadline
+from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
 from ...transport.client import Client, StreamError, dumps, fast_loads, loads
 from ...transport.http import Response, TransportError
 from ...transport.sse import SSEDecoder
-from .chunks import UNSET, Chunk, ChunkDelta, ChunkFunction, ChunkToolCall, ContentPart, chunk_from, decode, decode_each
+from .chunks import (
+    NO_USAGE,
+    UNSET,
+    Chunk,
+    ChunkDelta,
+    ChunkFunction,
+    ChunkToolCall,
+    ChunkUsage,
+    ContentPart,
+    chunk_from,
+    decode,
+    decode_each,
+)
 from .reasoning import Details, details_text, part_fields, thinking_text
-from .response import build_response, intact
+from .response import build_response, chunk_usage, intact
 from .tokens import StreamTokens
 
 __all__ = ["CapturingStreamReader", "ChatClient", "ChatStreamReader", "SSEChunks"]
@@ -58,6 +71,8 @@ class _Call:
             return False
         return True
 
+
+_ToolCallDeltaDraft = draft_of(ToolCallDelta)
 
 _TEXT = object()
 """The span being gathered is answer text."""
@@ -122,7 +137,7 @@ class ChatStreamReader:
         self._span_parts: list[str] = []
         self._span_name: str | None = None
         self._finish_reason: str | None = None
-        self._usage: Mapping[str, Any] | None = None
+        self._usage: ChunkUsage | None = None
         self._model: str | None = None
         self._id: str | None = None
         self._stop_sequence: Any = None
@@ -156,16 +171,17 @@ class ChatStreamReader:
         chunk = None
         try:
             for chunk in chunks:
-                if not self._model:  # Azure's first chunk (prompt filter results) names no model
+                if self._id is None:  # the first chunk's (Azure's first names no model: read on until one does)
+                    self._first(chunk)
+                elif not self._model:
                     self._model = chunk.model
-                if not self._id:
-                    self._id = chunk.id
-                if chunk.usage:
-                    self._usage = chunk.usage
+                usage = chunk.usage
+                if usage is not None and usage != NO_USAGE:
+                    self._usage = usage
                 choices = chunk.choices
                 if not choices:
-                    if choices is UNSET and not chunk.usage:  # neither a chunk nor the usage after the last
-                        raise self._not_a_chunk()
+                    if choices is UNSET and (usage is None or usage == NO_USAGE):
+                        raise self._not_a_chunk()  # neither a chunk nor the usage after the last
                     continue
                 choice = choices[0]
                 if choice.delta is not None:
@@ -175,6 +191,12 @@ class ChatStreamReader:
                     self._stop_sequence = choice.stop_reason
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise self._unreadable(chunk) from exc
+
+    def _first(self, chunk: Chunk) -> None:
+        """The answer's id and model, from the first chunk that names them."""
+        self._id = chunk.id or None
+        if not self._model:
+            self._model = chunk.model
 
     def _delta(self, delta: ChunkDelta) -> None:
         content = delta.content
@@ -296,7 +318,12 @@ class ChatStreamReader:
             self._send_text(parts)
             return
         assert isinstance(span, _Call)
-        event = ToolCallDelta(span.position, span.id, self._span_name, "".join(parts))
+        event = new_draft(_ToolCallDeltaDraft)  # ToolCallDelta(...), filled through a draft (tooloop._frozen)
+        event.index = span.position
+        event.tool_call_id = span.id
+        event.name = self._span_name
+        event.arguments_delta = "".join(parts)
+        event.__class__ = ToolCallDelta
         self._span_name = None
         self._emit(event)
 
@@ -385,7 +412,7 @@ class ChatStreamReader:
             refusal="".join(rare.refusal),
             calls=[(c.id, c.name, "".join(c.args)) for c in self._calls],
             finish_reason=self._finish_reason,
-            usage=self._usage,
+            usage=chunk_usage(self._usage),
             model=self._model,
             reasoning="".join(rare.reasoning),
             provider=self._provider,

@@ -32,7 +32,7 @@ from ...messages import Message, ModelResponse, Tokens, ToolCallMessage, UserMes
 from ...transport.client import Client, StatusError
 from ...transport.http import TransportError
 from ..base import ModelSettings
-from .response import build_response
+from .response import build_response, usage_from
 from .tokens import checked
 
 __all__ = [
@@ -179,7 +179,7 @@ def _read_completion(data: Any, prompt: list[int], provider: str) -> ModelRespon
         refusal="",
         calls=calls,
         finish_reason=choice.get("finish_reason") or None,
-        usage=data.get("usage"),
+        usage=usage_from(data.get("usage")),
         model=data.get("model"),
         reasoning=reasoning,
         provider=provider,
