@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,9 +17,10 @@ from tests.models.billing import add, served_model
 from tests.support.wire import Reply, WireServer
 from tooloop import Agent, CacheMiss, RunFinished, RunResult, Tool, tool
 from tooloop.errors import ArgumentValueError
-from tooloop.loop.caching import cache_key
-from tooloop.messages import SystemMessage, UserMessage
-from tooloop.models.base import ModelSettings
+from tooloop.loop.caching import OpeningKey, cache_key
+from tooloop.messages import ModelResponse, SystemMessage, ToolCall, UserMessage
+from tooloop.models.base import ModelRequest, ModelSettings, _raw_key
+from tooloop.testing import FunctionModel
 
 pytestmark = pytest.mark.usefixtures("served_models")
 
@@ -172,6 +174,26 @@ async def test_openai_requests_carry_one_prompt_cache_key_per_conversation(wire:
     opening = [SystemMessage("You add."), UserMessage("What is 2 + 3?")]
     assert keys[0] == cache_key(None, opening)  # a function of the conversation: the same in any process
     assert cache_key("s1", [UserMessage("x")]) == cache_key("s1", [UserMessage("y")]) != cache_key("s2", [])
+
+
+async def test_the_key_is_worked_out_once_when_a_model_reads_it_and_reads_as_text() -> None:
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        seen.append(request)
+        return (
+            ModelResponse(tool_calls=[ToolCall("c1", "add", {"a": 1, "b": 2})])
+            if len(seen) == 1
+            else ModelResponse("3")
+        )
+
+    await Agent(FunctionModel(answer), system="You add.", tools=[add]).run("1 + 2?")
+    held = [_raw_key(r) for r in seen]  # what each request holds, unread
+    assert isinstance(held[0], OpeningKey) and held[1] is held[0]  # one per run, not hashed yet
+    expected = cache_key(None, [SystemMessage("You add."), UserMessage("1 + 2?")])
+    assert [r.cache_key for r in seen] == [expected, expected]  # a read settles it: a str from then on
+    assert held[0].settle() is seen[0].cache_key and type(seen[1].cache_key) is str
+    assert seen[0] == replace(seen[0]) and replace(seen[1], cache_key="other").cache_key == "other"
 
 
 async def test_a_key_of_the_callers_own_wins_and_other_servers_get_none(wire: WireServer) -> None:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 from ..events import CacheBreak, CacheMiss
 from ..messages import Message, SystemMessage, ToolCallMessage, Usage, UserMessage
-from ..models.base import ModelRequest, ModelSettings
+from ..models.base import ModelRequest, ModelSettings, PendingKey
 
-__all__ = ["CacheWatch", "cache_key", "first_difference", "rewrite"]
+__all__ = ["CacheWatch", "OpeningKey", "cache_key", "first_difference", "rewrite"]
 
 _log = logging.getLogger("tooloop.loop")
 _TTL = {"1h": 3600.0, "5m": 300.0, None: 300.0}
@@ -38,6 +38,21 @@ def cache_key(session_id: str | None, messages: Sequence[Message]) -> str:
         opening = [m for m in messages[:3] if isinstance(m, SystemMessage | UserMessage)]
         seed = "opening:" + "\x00".join(f"{m.kind}:{m.text}" for m in opening)
     return "tooloop-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class OpeningKey(PendingKey):
+    """:func:`cache_key` of a run's first request, worked out when an adapter first reads it (a
+    hash costs more than most of a turn's own steps; adapters of providers without a cache key
+    never read it)."""
+
+    __slots__ = ("_messages", "_session_id")
+
+    def __init__(self, session_id: str | None, messages: Sequence[Message]):
+        self._value = None  # PendingKey.__init__, inline
+        self._session_id, self._messages = session_id, messages
+
+    def work_out(self) -> str:
+        return cache_key(self._session_id, self._messages)
 
 
 class CacheWatch:

@@ -46,7 +46,7 @@ from ..transcript import Transcript
 from . import steering
 from .answer import Answers
 from .approval import ApprovalsPending, check_decisions, decide, stray_decisions
-from .caching import CacheWatch, cache_key
+from .caching import CacheWatch, OpeningKey
 from .cancel import CancelToken
 from .channel import EventChannel
 from .config import RunConfig, SessionSource
@@ -203,7 +203,7 @@ class Run:
         self.undelivered: tuple[str, ...] = ()
         """Steering messages the run ended before delivering (it stopped for approval, a limit...)."""
         self.cache_watch: CacheWatch | None = None  # made by the first response with cached input
-        self._cache_key: str | None = None
+        self._cache_key: OpeningKey | None = None
         self.loader: ToolLoader | None = None  # tool search: made at the first request, from the history
         # what a batch may call: every tool, or (tool search) the search tool and every tool
         self.runnable: Mapping[str, Tool] = self.tools if config.tool_search is None else dict(self.tools)
@@ -548,7 +548,7 @@ class Run:
             if self._request is not None:
                 self._announce_rewrite(self._request.messages, messages)
         if self._cache_key is None:
-            self._cache_key = cache_key(self.session_id, messages)
+            self._cache_key = OpeningKey(self.session_id, messages)  # hashed when an adapter reads it
         tools, native_search = (self._tool_defs, False) if self.config.tool_search is None else self._searched_tools()
         request = self._request = ModelRequest(
             messages,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -21,6 +22,7 @@ __all__ = [
     "ModelRequest",
     "ModelSettings",
     "OutputSchema",
+    "PendingKey",
     "RunMemo",
     "ToolChoice",
     "ToolDefinition",
@@ -170,6 +172,28 @@ class RunMemo:
         return (self._key is not None) + len(self._more or ())
 
 
+class PendingKey:
+    """A :attr:`ModelRequest.cache_key` worked out when an adapter first reads it, then kept (the
+    loop's hashes the conversation's opening: a run whose model never reads the key never hashes).
+    Subclasses say how (:meth:`work_out`); one is shared by every request of a run."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self) -> None:
+        self._value: str | None = None
+
+    @abstractmethod  # checked by the type checker; no ABCMeta on this path
+    def work_out(self) -> str:
+        """The key."""
+
+    def settle(self) -> str:
+        """The key, worked out at the first call."""
+        value = self._value
+        if value is None:
+            value = self._value = self.work_out()
+        return value
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class ModelRequest:
     """Everything one request to a model carries, in provider-neutral form.
@@ -186,7 +210,8 @@ class ModelRequest:
     tool_choice: ToolChoice = "auto"
     cache_key: str | None = None
     """A key stable across the turns of one conversation (and across processes), for providers
-    that route requests sharing a prefix to the same cache (OpenAI's ``prompt_cache_key``)."""
+    that route requests sharing a prefix to the same cache (OpenAI's ``prompt_cache_key``).
+    Given as a :class:`PendingKey`, it is worked out when first read (reads see a ``str``)."""
     tool_search: bool = False
     """Use the provider's own tool search: the adapter adds its search tool and sends the tools
     marked :attr:`ToolDefinition.defer_loading` deferred. Set only for a model whose
@@ -203,7 +228,7 @@ class ModelRequest:
         settings: ModelSettings = FACTORY,
         output: OutputSchema | None = None,
         tool_choice: ToolChoice = "auto",
-        cache_key: str | None = None,
+        cache_key: str | PendingKey | None = None,
         tool_search: bool = False,
         memo: RunMemo | None = None,
     ) -> None:
@@ -232,6 +257,26 @@ class ModelRequest:
 
 
 _ModelRequestDraft = draft_of(ModelRequest)
+
+_key_slot: Any = ModelRequest.__dict__["cache_key"]
+_raw_key: Any = _key_slot.__get__
+_set_key: Any = _key_slot.__set__
+
+
+def _read_key(request: ModelRequest) -> str | None:
+    """``ModelRequest.cache_key``: a :class:`PendingKey` in the slot is settled on the first read
+    and replaced by its value."""
+    key = _raw_key(request)
+    if key is None or type(key) is str:
+        return key
+    value: str = key.settle()
+    _set_key(request, value)
+    return value
+
+
+# Over the dataclass's slot, as Usage.cost: reads settle a pending key, writes go to the slot in C.
+_request_class: Any = ModelRequest
+_request_class.cache_key = property(_read_key, _set_key, doc="A key stable across a conversation's turns, or None.")
 
 
 TOOL_SEARCH_KEY = "tool_search"
