@@ -305,6 +305,8 @@ class Run:
                 if session is not None:
                     await self._open_session(session)
                 step = self._first_step()
+                if self.record.journal is None and not self.token.cancelled:  # no journal to write
+                    step = self._turns(step)  # between steps: the turns in one (a cancelled run starts none)
                 while True:  # the steps of _advance
                     if not await self.steps.run(step):
                         self.stop_reason = StopReason.CANCELLED
@@ -322,6 +324,18 @@ class Run:
             raise
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
+
+    async def _turns(self, first: Coroutine[Any, Any, None]) -> None:
+        """``first``, then turns until the run stops, as one step (what :meth:`finish` runs
+        without a journal: one cancel scope and deadline for all of them instead of one each).
+
+        A cancel of the token ends it between turns; the step that follows is never started
+        (:meth:`StepRunner.run` ends the run as cancelled), as between separate steps.
+        """
+        await first
+        token = self.token
+        while self.stop_reason is None and not token.cancelled:
+            await self._turn()
 
     async def _in_session(self, session: SessionSource) -> AsyncGenerator[Message, None]:
         try:
