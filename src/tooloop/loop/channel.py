@@ -27,8 +27,7 @@ class EventChannel(list[Event]):
 
     __slots__ = ("ended", "error", "result", "waiter")
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self) -> None:  # list.__new__ made the empty list: no list.__init__ call to make
         self.waiter: asyncio.Future[None] | None = None
         """Set while the consumer waits for the next event."""
         self.result: RunResult | None = None
