@@ -333,6 +333,7 @@ class Run:
         (:meth:`StepRunner.run` ends the run as cancelled), as between separate steps.
         """
         await first
+        del first  # the finished coroutine is not kept while the run waits
         token = self.token
         while self.stop_reason is None and not token.cancelled:
             await self._turn()
