@@ -644,6 +644,44 @@ async def test_error_event_in_one_read_keeps_its_fields(wire: WireServer) -> Non
     assert events == [TextDelta("Hel")]
 
 
+async def test_events_of_no_use_in_one_read_change_nothing(wire: WireServer) -> None:
+    # the first two events repeat the request, the *.done and part events repeat the deltas: read
+    # in one piece, they are left unparsed, and the answer and its deltas are the same
+    final = response([REASONING, message("Hi"), call("call_a", "get_weather", '{"city":"Rome"}', item_id="fc_a")])
+    stream = Stream()
+    summary = {"type": "summary_text", "text": ""}
+    stream.add("response.reasoning_summary_part.added", item_id="rs_1", output_index=0, summary_index=0, part=summary)
+    stream.add("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0, summary_index=0, delta="Need")
+    stream.add("response.reasoning_summary_text.done", item_id="rs_1", output_index=0, summary_index=0, text="Need")
+    done = {"type": "summary_text", "text": "Need"}
+    stream.add("response.reasoning_summary_part.done", item_id="rs_1", output_index=0, summary_index=0, part=done)
+    stream.text(1, "H", "i")
+    note = {"type": "url_citation", "url": "https://example.com", "title": "x", "start_index": 0, "end_index": 1}
+    stream.add("response.output_text.annotation.added", item_id="msg_1", output_index=1, annotation=note)
+    stream.call_added(2, "call_a", "get_weather", "fc_a").args(2, '{"city":', "fc_a").args(2, '"Rome"}', "fc_a")
+    stream.call_done(2, "call_a", "get_weather", '{"city":"Rome"}', "fc_a")
+    wire.queue(one_read(stream.end("response.completed", final)))
+    events, on_event = collect()
+    answer = await model(wire).respond(ask(), on_event)
+    assert answer.text == "Hi" and answer.tool_calls[0].arguments == '{"city":"Rome"}'
+    assert answer.thinking == (ThinkingPart("Need the weather.", provider="openai-responses"),)
+    assert merged(events) == [
+        ThinkingDelta("Need"),
+        TextDelta("Hi"),
+        ToolCallDelta(0, "call_a", "get_weather", '{"city":"Rome"}'),
+    ]
+
+
+async def test_an_error_object_in_place_of_an_event_in_one_read(wire: WireServer) -> None:
+    stream = Stream().text(0, "Hel")
+    stream.events[1] = ("response.in_progress", {"error": {"message": "Overloaded.", "type": "server_error"}})
+    wire.queue(one_read(stream.reply()))
+    events, on_event = collect()
+    with pytest.raises(ProviderOverloadedError, match="Overloaded"):
+        await model(wire).respond(ask(), on_event)
+    assert events == []
+
+
 async def test_a_payload_listener_sees_whole_answers(wire: WireServer) -> None:
     from tooloop.models.payloads import ProviderPayload, listen
 

@@ -201,40 +201,82 @@ class _Event(TypedDict, total=False):
 
 
 _EVENTS = msgspec.json.Decoder(list[_Event])
+_EVENT = msgspec.json.Decoder(_Event)
+
+_UNREAD = frozenset(
+    {
+        b"response.created",
+        b"response.in_progress",
+        b"response.queued",
+        b"response.content_part.added",
+        b"response.content_part.done",
+        b"response.output_text.done",
+        b"response.output_text.annotation.added",
+        b"response.reasoning_summary_part.added",
+        b"response.reasoning_summary_part.done",
+        b"response.reasoning_summary_text.done",
+        b"response.reasoning_text.done",
+    }
+)
+"""Event names whose data the reader has no use for, on the usual piece left unparsed: the first two
+events of every answer repeat the whole request (its tools, instructions, settings) and hold no
+output yet; the others repeat text the deltas already said. Data that does not start as an event
+(``{"type":``) is read all the same: an error object in place of an event."""
+_NEXT_EVENT = b"\n\nevent: "
+_DATA_LINE = b"\ndata: "
 
 
 class ResponsesEvents:
     """The events of one streamed answer on the lean transport, each parsed once.
 
     Read them with :meth:`read` (the events of each network read handed over together, the
-    cheaper way: each event's fields the reader reads, the rest skipped, not built) or by
-    iterating (every field, for a payload listener). A stream read to its end gives its
-    connection back to the pool; :meth:`close` drops it otherwise.
+    cheaper way: only the events the reader reads (:data:`_UNREAD`) and of those only the fields
+    it reads, the rest skipped, not built) or by iterating (every event and field, for a payload
+    listener). A stream read to its end gives its connection back to the pool; :meth:`close`
+    drops it otherwise.
     """
 
     __slots__ = ("_decoder", "_response")
 
     def __init__(self, response: Response) -> None:
         self._response = response
-        self._decoder = SSEDecoder()
+        self._decoder: SSEDecoder | None = None  # made for the first piece that is not whole events
 
     async def read(self, take: Callable[[list[Any]], None]) -> None:
         """Call ``take`` with the events of each network read, in order, until the end of the body."""
         response = self._response
         while piece := await response.piece():
-            events = self._decode(piece, _EVENTS.decode)
+            events = self._read(piece)
             if events:
                 take(events)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
+        decoder = self._decoder = SSEDecoder()
         async for piece in self._response.iter_bytes():
-            for event in self._decode(piece, fast_loads):
+            datas = decoder.named_data(piece)
+            for event in self._parsed(decoder.data(piece) if datas is None else datas, fast_loads):
                 yield event
 
-    def _decode(self, piece: bytes, joined: Callable[[bytes], Any]) -> list[Any]:
-        """The events ``piece`` completes; the usual piece's all parsed by one ``joined`` call."""
-        datas = self._decoder.named_data(piece)
-        if datas is not None and len(datas) > 1:
+    def _read(self, piece: bytes) -> list[Any]:
+        """The events of ``piece`` the reader reads, each with the fields it reads."""
+        decoder = self._decoder
+        if decoder is None:  # every piece so far was whole events, read here
+            datas = _usual_datas(piece)
+            if datas is not None:
+                if len(datas) == 1:
+                    try:
+                        return [_EVENT.decode(datas[0])]
+                    except ValueError:  # a [DONE], a value that is no event, a field of an odd type
+                        return [loads(data) for data in _datas(datas)]
+                return self._parsed(datas, _EVENTS.decode) if datas else datas
+            decoder = self._decoder = SSEDecoder()
+        found = decoder.named_data(piece)
+        return self._parsed(decoder.data(piece) if found is None else found, _EVENTS.decode)
+
+    @staticmethod
+    def _parsed(datas: list[bytes], joined: Callable[[bytes], Any]) -> list[Any]:
+        """The events of ``datas``: all of them parsed by one ``joined`` call when it can."""
+        if len(datas) > 1:
             try:
                 events = joined(b"[" + b",".join(datas) + b"]")
             except ValueError:  # a [DONE], JSON only the standard library reads, a field of an odd type: one by one
@@ -242,13 +284,32 @@ class ResponsesEvents:
             else:
                 if len(events) == len(datas):  # else data that is not one JSON value each
                     return events  # type: ignore[no-any-return]
-        elif datas is None:
-            datas = self._decoder.data(piece)
         return [loads(data) for data in _datas(datas)]
 
     async def close(self) -> None:
         """Drop the connection unless the body was read to its end (then it is back in the pool)."""
         self._response.close()
+
+
+def _usual_datas(piece: bytes) -> list[bytes] | None:
+    """The data of the usual piece's events that the reader reads (named one-line events, whole,
+    nothing else in the piece), the others (:data:`_UNREAD`) left out unparsed; None for any other
+    piece, which is the decoder's to read."""
+    if not piece.startswith(b"event: ") or piece[-2:] != b"\n\n" or 0x0D in piece:
+        return None
+    blocks = piece[7:-2].split(_NEXT_EVENT)
+    # With 3 line ends per event in the piece, of which 2 close it, each block has one line end
+    # left: the one before its data line, found by the partition (else the piece is not the usual one).
+    if piece.count(b"\n") != 3 * len(blocks):
+        return None
+    datas: list[bytes] = []
+    for block in blocks:
+        name, found, data = block.partition(_DATA_LINE)
+        if not found:
+            return None
+        if name not in _UNREAD or not data.startswith(b'{"type":'):
+            datas.append(data)  # read, or not an event (an error object in its place is read as the SDK reads it)
+    return datas
 
 
 def _datas(datas: list[bytes]) -> Iterator[bytes]:
