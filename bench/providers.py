@@ -150,13 +150,15 @@ def contestants(providers: list[str]) -> list[str]:
 
 
 class Mock:
-    """``mock_wire.py`` in a child process, pinned to the last CPU (and this process off it)."""
+    """``mock_wire.py`` in a child process, pinned to the last CPU (and this process off it);
+    ``command`` starts another server instead that prints its port the same way."""
 
-    def __init__(self, chunked: bool) -> None:
+    def __init__(self, chunked: bool = False, command: list[str] | None = None) -> None:
         cpus = sorted(os.sched_getaffinity(0))
         self.pinned = len(cpus) >= 2
         pre = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if self.pinned else None
-        command = [sys.executable, str(HERE / "mock_wire.py"), *(["--chunked"] if chunked else [])]
+        if command is None:
+            command = [sys.executable, str(HERE / "mock_wire.py"), *(["--chunked"] if chunked else [])]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pre)
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline().split()[1])

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -139,27 +138,6 @@ def _streamer(client: Any, body: Any) -> Callable[[], Awaitable[Any]]:
     return post
 
 
-class _RealHeadersMock:
-    """`bench/mock_wire.py` whose answers carry :data:`REAL_HEADERS` (this script serves it with ``--serve``),
-    started as `bench/providers.py`'s ``Mock``."""
-
-    def __init__(self) -> None:
-        cpus = sorted(os.sched_getaffinity(0))
-        self.pinned = len(cpus) >= 2
-        pre = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if self.pinned else None
-        command = [sys.executable, __file__, "--serve"]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pre)
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline().split()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        if self.pinned:
-            os.sched_setaffinity(0, set(cpus[:-1]))
-
-    def close(self) -> None:
-        self.proc.terminate()  # the server this script started, by its handle
-        self.proc.wait(10)
-
-
 def _serve() -> None:
     """The mock, its answers' heads with :data:`REAL_HEADERS` after the status line."""
     import mock_wire
@@ -195,7 +173,7 @@ def main() -> None:
         raise SystemExit("valgrind is not installed")
     import providers
 
-    mock = _RealHeadersMock() if args.real_headers else providers.Mock(chunked=False)
+    mock = providers.Mock(command=[sys.executable, __file__, "--serve"] if args.real_headers else None)
     try:
         counts: dict[str, float] = {}
         for door in args.doors.split(","):
