@@ -193,7 +193,8 @@ def create_app(
     ``tooloop.toml`` whose agents fork and re-run (found as usual when not given).
     """
     opened = open_store(store) if isinstance(store, str) else store
-    web = _Web(opened, isinstance(store, str), _environment(), Watchers(opened), Runs(opened, config))
+    runs = Runs(opened, config)
+    web = _Web(opened, isinstance(store, str), _environment(), Watchers(opened, local=runs.mark), runs)
 
     def route(path: str, handler: Handler, methods: tuple[str, ...] = ("GET",)) -> Route:
         async def endpoint(request: Request) -> Response:

@@ -3,14 +3,16 @@
 Another process may be writing the session, so the store cannot call us back: one task per
 watched session (however many pages show it) reads the session's activity a few times a second
 (its version, and when a running call last reported progress: one indexed single-row read) and
-wakes the pages' event streams when it moves.
+wakes the pages' event streams when it moves. What only this server knows about a session (the
+state of a run it started) is part of the mark too, so a run that ends after its last message was
+written still reaches the page.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from ..errors import SessionNotFoundError, StoreError
 from ..store import BaseStore
@@ -28,9 +30,10 @@ class _Watch:
 class Watchers:
     """Shared watchers of session versions."""
 
-    def __init__(self, store: BaseStore, interval: float = 0.25):
+    def __init__(self, store: BaseStore, interval: float = 0.25, local: Callable[[str], str] = lambda sid: ""):
         self._store = store
         self._interval = interval
+        self._local = local
         self._watches: dict[str, _Watch] = {}
 
     async def changes(self, session_id: str) -> AsyncIterator[str]:
@@ -55,6 +58,8 @@ class Watchers:
             with contextlib.suppress(SessionNotFoundError, StoreError):
                 count, progressed = await self._store.activity(session_id)
                 version = f"{count}" if progressed is None else f"{count}.{progressed:.6f}"
+                if local := self._local(session_id):
+                    version = f"{version}-{local}"
                 if version != watch.version:
                     watch.version = version
                     for queue in watch.listeners:

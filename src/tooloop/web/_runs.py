@@ -44,6 +44,11 @@ class Runs:
         self.states: dict[str, RunState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def mark(self, session_id: str) -> str:
+        """The state of the run this server started on ``session_id`` ("" when it started none)."""
+        state = self.states.get(session_id)
+        return state.status if state is not None else ""
+
     def agent_names(self) -> tuple[str, ...]:
         """The agents of the configuration file (none when there is no file or it cannot be read)."""
         try:
