@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -293,7 +292,8 @@ def test_ctrl_c_cancels_the_run_and_keeps_the_session(cli: Cli, wire: WireServer
     process = cli.popen("run", "Tell a story", "--model", MODEL, "--session", "s-story")
     try:
         assert started.wait(60)
-        time.sleep(0.5)  # let the first text arrive
+        assert process.stdout is not None
+        assert process.stdout.read(len("Once upon a time, there")) == "Once upon a time, there"  # the first text is out
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:

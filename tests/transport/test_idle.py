@@ -18,21 +18,23 @@ from tooloop.transport.idle import Expiry
 
 async def test_each_pending_wait_fails_at_its_own_time_and_a_settled_one_never() -> None:
     loop = asyncio.get_running_loop()
-    expiry = Expiry(loop, 0.2)
+    # Due 0.3 s apart: a loaded machine's pause of a tenth of a second must not make the two due
+    # times fall in one firing of the timer.
+    expiry = Expiry(loop, 0.6)
     first, settled = loop.create_future(), loop.create_future()
     expiry.watch(first)
     expiry.watch(settled)
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.3)
     later = loop.create_future()
     expiry.watch(later)
     settled.set_result(None)
     started = time.monotonic()
     with pytest.raises(TimeoutError):
         await first
-    assert not later.done()  # watched 0.1 s after the first: not due yet
+    assert not later.done()  # watched 0.3 s after the first: not due yet
     with pytest.raises(TimeoutError):
         await later
-    assert 0.05 < time.monotonic() - started < 0.3
+    assert 0.45 < time.monotonic() - started < 1.5  # its own time (0.6 s), not the first's (0.3 s)
     assert settled.result() is None
 
 

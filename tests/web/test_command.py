@@ -38,7 +38,11 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 def test_open_hands_the_address_with_its_token_to_the_browser(tmp_path: Path) -> None:
     opened = tmp_path / "opened.txt"
     recorder = tmp_path / "browser.py"
-    recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    # Written aside, then renamed: the test never reads a file that exists but is not written yet.
+    recorder.write_text(
+        f"import os, pathlib, sys\npathlib.Path({str(opened)!r} + '.part').write_text(sys.argv[1])\n"
+        f"os.replace({str(opened)!r} + '.part', {str(opened)!r})\n"
+    )
     os.environ["BROWSER"] = f"{sys.executable} {recorder} %s"
     try:
         server = start_web(f"sqlite:///{tmp_path}/s.db", tmp_path, "--open")

@@ -254,7 +254,7 @@ async def _texts(url: str, session_id: str) -> list[str]:
 
 
 def test_a_session_updates_live_while_another_process_writes_it(
-    store_url: str, web: Start, page: Any, screenshots: Path
+    store_url: str, web: Start, page: Any, screenshots: Path, tmp_path: Path
 ) -> None:
     async def begin() -> None:
         async with open_store(store_url) as store:
@@ -266,13 +266,15 @@ def test_a_session_updates_live_while_another_process_writes_it(
     page.goto(server.base + "/s/live")
     page.evaluate("() => { window.sameDocument = 42 }")
     script = str(Path(__file__).with_name("live_writer.py"))
-    writer = subprocess.Popen([sys.executable, script, store_url, "live", "1.5"])
+    writer = subprocess.Popen([sys.executable, script, store_url, "live", "1.5", str(tmp_path)])
     try:
         page.locator(".entry.tool_call .approval.running").wait_for()  # the call started, no outcome yet
         page.screenshot(path=str(screenshots / "live-running.png"), full_page=True)
+        (tmp_path / "go").touch()  # the writer ends the call only now: the page had it running
         page.locator(".entry.tool_call .result", has_text="slow result").wait_for()
         page.locator(".entry.assistant", has_text="All done").wait_for()
     finally:
+        (tmp_path / "go").touch()
         assert writer.wait(30) == 0
     assert page.evaluate("() => window.sameDocument") == 42  # updated in place, never reloaded
     assert page.locator("#message-count").inner_text() == "3"
