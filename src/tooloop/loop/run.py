@@ -6,22 +6,23 @@ caller, and ``stream()`` drains it in a task while forwarding events.
 
 The run advances in steps: :meth:`Run._begin` settles what an earlier run left unfinished and
 adds the prompt, then each :meth:`Run._turn` asks the model once and runs the tools it asks for.
-Around each step, :class:`~tooloop.loop.step.StepRunner` handles cancellation, the deadline and
-errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, events and journal;
+The run is a :class:`~tooloop.loop.step.StepRunner`: around each step it handles cancellation,
+the deadline and errors; :class:`~tooloop.loop.record.Recorder` keeps the transcript, usage, events and journal;
 :class:`~tooloop.loop.answer.Answers` takes answers; :mod:`~tooloop.loop.toolphase` runs batches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError
+from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError, ToolloopError
 from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
 from ..messages import (
     AssistantMessage,
@@ -59,7 +60,7 @@ from .record import Journal, Recorder
 from .repair import repair, unfinished_tail
 from .result import ApprovalDecision, ApprovalRequest, RunResult
 from .steering import Inbox, check_steering
-from .step import StepRunner
+from .step import Step, StepRunner
 from .toolphase import (
     Slot,
     cancel_unfinished,
@@ -77,7 +78,11 @@ if TYPE_CHECKING:
 __all__ = ["Run"]
 
 
-class Run:
+_NO_DEADLINE = contextlib.nullcontext()
+"""The scope of a step of a run without a time limit (stateless: one for every run)."""
+
+
+class Run(StepRunner):
     """The state of one run and the steps that advance it."""
 
     # Slots: a thousand runs at once each hold one, and past 30 attributes an instance's __dict__
@@ -126,7 +131,6 @@ class Run:
         "session_id",
         "shaper",
         "start",
-        "steps",
         "stop_reason",
         "stop_text",
         "subagent",
@@ -166,8 +170,7 @@ class Run:
         self.run_id = os.urandom(8).hex()
         self.record = Recorder(Transcript(), journal)
         # the run's own token: stopping this run never cancels others sharing the caller's token
-        own_token = token.child() if token is not None else CancelToken()
-        self.steps = StepRunner(own_token, config.limits.timeout, self.record)
+        super().__init__(token.child() if token is not None else CancelToken(), config.limits.timeout)
         self.answers: Answers | None = None  # made by the first answer (see _answers)
         self.shaper = config.shaper
         self._session = session
@@ -221,11 +224,6 @@ class Run:
         self.record.transcript = Transcript._shared(repaired, len(repaired))  # repair() built a fresh list
         self.start = len(repaired)
         self.call_ids = {m.tool_call_id for m in repaired if isinstance(m, ToolCallMessage)}
-
-    @property
-    def token(self) -> CancelToken:
-        """The run's own cancel token (a child of the caller's)."""
-        return self.steps.token
 
     @property
     def transcript(self) -> Transcript:
@@ -304,15 +302,15 @@ class Run:
             try:
                 if session is not None:
                     await self._open_session(session)
-                step = self._first_step()
-                if self.record.journal is None and not self.token.cancelled:  # no journal to write
-                    step = self._turns(step)  # between steps: the turns in one (a cancelled run starts none)
+                # no journal to write between steps: the turns run in the first step (one cancel
+                # scope, deadline and token attachment for all of them instead of one each)
+                completed = await self._step(self._first_step(), -1 if self.record.journal is None else 0)
                 while True:  # the steps of _advance
-                    if not await self.steps.run(step):
+                    if not completed:
                         self.stop_reason = StopReason.CANCELLED
                     if self.stop_reason is not None:
                         break
-                    step = self._turn()
+                    completed = await self._step(None, 1)
             finally:
                 self._memo.clear()  # what the model kept for the run goes now, even if the run is kept
                 self._end_inbox()
@@ -324,19 +322,6 @@ class Run:
             raise
         if watch is not None:
             watch.finished(self.stop_reason or StopReason.END_TURN, self.record.usage, None, self.record.transcript)
-
-    async def _turns(self, first: Coroutine[Any, Any, None]) -> None:
-        """``first``, then turns until the run stops, as one step (what :meth:`finish` runs
-        without a journal: one cancel scope and deadline for all of them instead of one each).
-
-        A cancel of the token ends it between turns; the step that follows is never started
-        (:meth:`StepRunner.run` ends the run as cancelled), as between separate steps.
-        """
-        await first
-        del first  # the finished coroutine is not kept while the run waits
-        token = self.token
-        while self.stop_reason is None and not token.cancelled:
-            await self._turn()
 
     async def _in_session(self, session: SessionSource) -> AsyncGenerator[Message, None]:
         try:
@@ -367,18 +352,92 @@ class Run:
         )
 
     async def _advance(self) -> AsyncGenerator[Message, None]:
-        step = self._first_step()
+        completed = await self._step(self._first_step(), 0)
         while True:
-            if not await self.steps.run(step):
+            if not completed:
                 self.stop_reason = StopReason.CANCELLED
             for message in self.record.drain():
                 yield message
             if self.stop_reason is not None:
                 return
-            step = self._turn()
+            completed = await self._step(None, 1)
 
-    def _first_step(self) -> Coroutine[Any, Any, None]:
-        self.steps.start_clock()
+    async def _step(self, begin: Step | None, turns: int) -> bool:
+        """``begin`` (when given), then ``turns`` turns (a negative number: until the run stops), as
+        one step: under the run's token and deadline, what it appended journaled after it; False
+        when the run was cancelled. Raises what escaped it as a
+        :class:`~tooloop.errors.ToolloopError` with the run's state.
+
+        A turn is one model request, then its tool calls (or, past a limit, the run stops). The
+        model is awaited here, not in a coroutine of its own: a waiting run sits under as few
+        levels as possible. A cancel of the token ends the turns between turns; the step that
+        follows is never started (the run ends as cancelled), as between separate steps.
+        """
+        if self.token.cancelled:
+            return await self._not_started(begin)
+        task, baseline = self._attach()
+        direct = self.watch is None and self.config.hooks.on_provider_payload is None
+        handler = self._model_event if self.record.events is not None else None
+        error: ToolloopError | None = None
+        completed = True
+        try:
+            async with self._time_limit():
+                if begin is not None:
+                    await begin
+                    del begin  # the finished coroutine is not kept while the run waits
+                while turns and self._going():
+                    turns -= 1
+                    request = await self._turn_request()
+                    if request is None:
+                        break
+                    if direct:  # _response_to's steps inline (the usual run)
+                        try:
+                            answer = checked(self.model, await pending_response(self.model, request, handler))
+                        except ContextLengthError as exc:
+                            answer = await self._request_smaller(request, handler, exc)
+                        answer = self._priced(request, answer)
+                    else:
+                        answer = await self._response_to(request)
+                    await self._take_response(self._answered(request, answer))
+                    del answer  # not kept while the run waits for the next one
+        except BaseException as exc:
+            error = await self._escaped(task, baseline, exc)
+            completed = False
+        else:
+            self.token._detach(task)  # before the journal is written: a late cancel must not cut it
+        if error is not None:
+            raise await self._failed(error)
+        if self.record.journal is not None:
+            await self.record.flush()
+        return completed
+
+    def _going(self) -> bool:
+        """No stop reason yet, and the token not cancelled: the run takes another turn."""
+        return self.stop_reason is None and not self.token.cancelled
+
+    def _time_limit(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return _NO_DEADLINE if self.deadline is None else asyncio.timeout_at(self.deadline)
+
+    async def _turn_request(self) -> ModelRequest | None:
+        """The request that opens a turn (steering delivered, tool sources listed first); None when
+        a limit stopped the run instead."""
+        reason = limit_reached(self.config.limits, self.iteration, self.record, self._last_usage)
+        if reason is None and self.outer_limit is not None:
+            reason = self.outer_limit(self._last_usage)
+        if reason is not None:
+            self._stop(reason)
+            if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
+                await self._final_answer()
+            return None
+        sent = steering.take(self)
+        if sent:
+            await self._deliver_steering(sent)
+        if self.config.sources:
+            await self._list_tools()
+        return self._new_request("auto") if self.shaper.context is None else await self._shaped("auto")
+
+    def _first_step(self) -> Step:
+        self.start_clock()
         if self.turn_id is not None:
             self._find_turn(self.turn_id)
         if self.config.limits.max_cost is not None:
@@ -510,31 +569,6 @@ class Run:
                 "so the limit cannot be kept; remove max_cost or use a model with a known price"
             )
 
-    async def _turn(self) -> None:
-        """One model request, then its tool calls (or, past a limit, the run stops)."""
-        reason = limit_reached(self.config.limits, self.iteration, self.record, self._last_usage)
-        if reason is None and self.outer_limit is not None:
-            reason = self.outer_limit(self._last_usage)
-        if reason is not None:
-            self._stop(reason)
-            if self.config.limits.final_answer_on_limit and reason is not StopReason.COST_LIMIT:
-                await self._final_answer()
-            return
-        sent = steering.take(self)
-        if sent:
-            await self._deliver_steering(sent)
-        if self.config.sources:
-            await self._list_tools()
-        response = await self._request_model("auto")
-        if cut_off(response):
-            response = await self._retry_cut(response)
-            uncut = None
-        else:
-            uncut = response
-        if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
-            response = await self._review(response)
-        await self._take_response(response, uncut is response)
-
     async def _retry_cut(self, response: ModelResponse) -> ModelResponse:
         """A response cut off while writing a tool call, asked once more with a larger ``max_tokens``
         when ``Limits.retry_cut_calls`` allows it (its calls never run either way)."""
@@ -549,19 +583,35 @@ class Run:
         return await self._request_model("auto", replace(settings, max_tokens=grown))
 
     async def _request_model(self, tool_choice: ToolChoice, settings: ModelSettings | None = None) -> ModelResponse:
-        """Send the shaped conversation; on a context overflow, once more with a smaller one."""
+        """Send the shaped conversation; on a context overflow, once more with a smaller one (a
+        turn's request is sent by :meth:`_step` itself, with the same steps)."""
+        request = (
+            self._new_request(tool_choice, settings)
+            if self.shaper.context is None
+            else await self._shaped(tool_choice, settings)
+        )
+        return self._answered(request, await self._response_to(request))
+
+    def _new_request(self, tool_choice: ToolChoice, settings: ModelSettings | None = None) -> ModelRequest:
+        """The next request, of the conversation as the shaper sends it (no context policy)."""
         self.iteration += 1
         # the previous response (and what it holds) is freed while the run waits for this one: no
         # hook sees a snapshot before this request is answered
         self._response = None
-        record = self.record
-        shaper, transcript = self.shaper, record.transcript
-        if shaper.context is None:
-            messages = shaper.base(transcript)
-        else:
-            messages = await shaper.messages(transcript)
-            if self._request is not None:
-                self._announce_rewrite(self._request.messages, messages)
+        return self._build_request(self.shaper.base(self.record.transcript), tool_choice, settings)
+
+    async def _shaped(self, tool_choice: ToolChoice, settings: ModelSettings | None = None) -> ModelRequest:
+        """The next request, of the conversation as the context policy shapes it (it may summarize)."""
+        self.iteration += 1
+        self._response = None  # as in _new_request
+        messages = await self.shaper.messages(self.record.transcript)
+        if self._request is not None:
+            self._announce_rewrite(self._request.messages, messages)
+        return self._build_request(messages, tool_choice, settings)
+
+    def _build_request(
+        self, messages: Sequence[Message], tool_choice: ToolChoice, settings: ModelSettings | None
+    ) -> ModelRequest:
         if self._cache_key is None:
             self._cache_key = OpeningKey(self.session_id, messages)  # hashed when an adapter reads it
         tools, native_search = (self._tool_defs, False) if self.config.tool_search is None else self._searched_tools()
@@ -575,12 +625,14 @@ class Run:
             tool_search=native_search,
             memo=self._memo,
         )
-        listening = record.events is not None
-        if listening:
-            record.emit(ModelRequestStarted(self.iteration))
-        handler = self._model_event if listening else None
+        if self.record.events is not None:
+            self.record.emit(ModelRequestStarted(self.iteration))
+        return request
+
+    async def _response_to(self, request: ModelRequest) -> ModelResponse:
+        """The model's response to ``request``, priced (:meth:`_step` awaits the usual one itself)."""
+        handler = self._model_event if self.record.events is not None else None
         if self.watch is None and self.config.hooks.on_provider_payload is None:
-            # _respond's steps inline: a coroutine fewer per request, and per wakeup of the run
             try:
                 answer = checked(self.model, await pending_response(self.model, request, handler))
             except ContextLengthError as exc:
@@ -592,19 +644,25 @@ class Run:
             with self.watch.request(self.iteration, request) as seen:
                 response = await self._respond(request, handler)
                 seen.finished(response, response.usage.cost)
-        self.steps.forget_partial()
+        return response
+
+    def _answered(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """Take the response to ``request``: counted, announced, checked for a cache miss."""
+        self.forget_partial()
         self._response = response
-        if native_search:
+        if request.tool_search:
             assert self.loader is not None
             self.loader.note(response.provider_data)  # before its calls are checked against what is loaded
+        record = self.record
         self._last_usage = record.count_request(response.usage)  # the counted copy: one Usage kept, not two
+        listening = record.events is not None
         if listening:
             record.emit(ModelRequestFinished(self.iteration, response, record.usage))
         usage, cache_watch = response.usage, self.cache_watch
         if cache_watch is None and (usage.cache_read_tokens or usage.cache_write_tokens):
             cache_watch = self.cache_watch = CacheWatch(self.config.settings)
         # without a watch nothing was cached yet: nothing to compare with (CacheWatch.check's first case)
-        miss = None if cache_watch is None else cache_watch.check(self.iteration, self._request, usage)
+        miss = None if cache_watch is None else cache_watch.check(self.iteration, self._request or request, usage)
         if miss is not None and listening:
             record.emit(miss)
         return response
@@ -657,7 +715,7 @@ class Run:
             raise overflow
         if self.watch is not None:
             self.watch.retrying(self.iteration, f"context too long ({overflow}); sending {len(smaller)} messages")
-        self.steps.forget_partial()
+        self.forget_partial()
         self._announce_rewrite(request.messages, smaller)
         request = self._request = replace(request, messages=smaller)
         try:
@@ -678,7 +736,7 @@ class Run:
 
     def _model_event(self, event: ModelEvent) -> None:
         if isinstance(event, TextDelta):
-            self.steps.hear(event.text)
+            self.hear(event.text)
         channel = self.record.events
         if channel is not None:
             channel.append(event)  # EventChannel.put, inline: one call per chunk
@@ -699,9 +757,18 @@ class Run:
             self._stop(control.reason, control.text)
         return response
 
-    async def _take_response(self, response: ModelResponse, uncut: bool = False) -> None:
-        """Take an answer, or check and run the response's tool calls (``uncut``: it is known not
-        to be cut off)."""
+    async def _take_response(self, response: ModelResponse) -> None:
+        """The rest of a turn: a response cut off while writing a tool call asked again, the hook's
+        review, then its answer taken, or its tool calls checked and run."""
+        if cut_off(response):
+            response = await self._retry_cut(response)
+            uncut = False
+        else:
+            uncut = True
+        if self.config.hooks.on_model_response is not None:  # no snapshot to build when nobody looks
+            reviewed = await self._review(response)
+            uncut = uncut and reviewed is response
+            response = reviewed
         empty_again = self.guards.empty(response)
         if not response.tool_calls:
             reason = await self._answers().take(response, may_retry=self.stop_reason is None)

@@ -1,11 +1,15 @@
-"""``StepRunner``: runs each step of a run under its cancel token and deadline.
+"""``StepRunner``: what a run needs to run each of its steps under its cancel token and deadline.
 
-A run advances in steps (resolving the tail, then one turn at a time). Only while a step runs
-may the run's :class:`~tooloop.loop.cancel.CancelToken` interrupt the task, so a cancel that
-arrives between steps never reaches the caller's code. Whatever escapes a step is translated
-here: our own cancellation ends the run as cancelled, the deadline becomes
-:class:`~tooloop.errors.RunTimeoutError`, any other exception a :class:`~tooloop.errors.RunError`
-carrying the transcript, the usage and the text streamed so far.
+A run advances in steps (resolving the tail, then turns). Only while a step runs may the run's
+:class:`~tooloop.loop.cancel.CancelToken` interrupt the task, so a cancel that arrives between
+steps never reaches the caller's code. Whatever escapes a step is translated here: our own
+cancellation ends the run as cancelled, the deadline becomes :class:`~tooloop.errors.RunTimeoutError`,
+any other exception a :class:`~tooloop.errors.RunError` carrying the transcript, the usage and the
+text streamed so far.
+
+:class:`~tooloop.loop.run.Run` is a ``StepRunner``: its step (:meth:`Run._step`) awaits the model
+itself, so a waiting run sits under as few coroutines as possible (each is an object kept while
+the run waits, and a frame every wakeup of the run passes through).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..messages import AssistantMessage, StopReason
 from .cancel import CancelToken
 from .record import Recorder
 
-__all__ = ["StepRunner"]
+__all__ = ["Step", "StepRunner"]
 
 Step = Coroutine[Any, Any, None]
 
@@ -28,13 +32,15 @@ Step = Coroutine[Any, Any, None]
 class StepRunner:
     """Owns the run's token, its deadline and the text a response streamed before it completed."""
 
-    __slots__ = ("_partial", "_record", "deadline", "timeout", "token")
+    __slots__ = ("_partial", "deadline", "timeout", "token")
 
-    def __init__(self, token: CancelToken, timeout: float | None, record: Recorder):
+    record: Recorder  # the run's (see Run)
+
+    def __init__(self, token: CancelToken, timeout: float | None):
         self.token = token
+        """The run's own cancel token (a child of the caller's)."""
         self.timeout = timeout
         self.deadline: float | None = None
-        self._record = record
         self._partial: list[str] | None = None
 
     def start_clock(self) -> None:
@@ -52,51 +58,50 @@ class StepRunner:
         """The response completed (or is asked again): its streamed text is no longer partial."""
         self._partial = None
 
-    async def run(self, step: Step) -> bool:
-        """Run ``step`` and journal what it appended; False when the run was cancelled.
-
-        Raises the step's error as a :class:`~tooloop.errors.ToolloopError` with the run's state.
-        """
-        task = asyncio.current_task()
-        if self.token.cancelled:
+    async def _not_started(self, step: Step | None) -> bool:
+        """A step the token cancelled before it began (``step`` is closed unrun): False, the run
+        ends as cancelled."""
+        if step is not None:
             step.close()
-            self._keep_partial()
-            await self._record.flush()
-            return False
+        self._keep_partial()
+        await self.record.flush()
+        return False
+
+    def _attach(self) -> tuple[asyncio.Task[Any] | None, int]:
+        """A step begins: the token may cancel the current task now. The task, and how many
+        cancellations it had before the step."""
+        task = asyncio.current_task()
         baseline = task.cancelling() if task is not None else 0
         self.token._attach(task)
-        attached = True
-        completed = True
-        error: ToolloopError | None = None
-        try:
-            if self.deadline is None:
-                await step
-            else:
-                async with asyncio.timeout_at(self.deadline):
-                    await step
-        except asyncio.CancelledError as exc:
-            attached = False
-            delivered = self.token._detach(task)
-            if task is not None and not delivered and task.cancelling() <= baseline:
-                error = _spurious(exc)  # raised from inside; nobody cancelled the run
-            elif not _only_ours(task, delivered, baseline):
-                # Not (only) ours: the caller's cancellation goes on, but first the journal learns
-                # what the transcript now says (calls cut off are recorded as cancelled, not started).
-                await _quietly(self._record.flush(quiet=True))
-                raise
-            else:
-                self._keep_partial()
-                completed = False
-        except Exception as exc:
-            error = self._as_error(exc)
-        finally:
-            if attached:
-                self.token._detach(task)  # before the journal is written: a late cancel must not cut it
-        if error is not None:
-            raise await self._failed(error)
-        if self._record.journal is not None:
-            await self._record.flush()
-        return completed
+        return task, baseline
+
+    async def _escaped(self, task: asyncio.Task[Any] | None, baseline: int, exc: BaseException) -> ToolloopError | None:
+        """What escaped a step (the token is detached here): None when the token alone cancelled
+        it (the run ends as cancelled), else the error to raise; what is not ours to translate
+        (the caller's cancellation, ``KeyboardInterrupt``...) goes on."""
+        if isinstance(exc, asyncio.CancelledError):
+            return await self._interrupted(task, baseline, exc)
+        self.token._detach(task)  # before the journal is written: a late cancel must not cut it
+        if isinstance(exc, Exception):
+            return self._as_error(exc)
+        raise exc
+
+    async def _interrupted(
+        self, task: asyncio.Task[Any] | None, baseline: int, exc: asyncio.CancelledError
+    ) -> ToolloopError | None:
+        """A step ended by ``CancelledError`` (the token is detached here): None when the token alone
+        cancelled it (the run ends as cancelled), the error to raise when nobody cancelled the run;
+        the ``CancelledError`` goes on when someone else cancelled the task."""
+        delivered = self.token._detach(task)
+        if task is not None and not delivered and task.cancelling() <= baseline:
+            return _spurious(exc)  # raised from inside; nobody cancelled the run
+        if not _only_ours(task, delivered, baseline):
+            # Not (only) ours: the caller's cancellation goes on, but first the journal learns
+            # what the transcript now says (calls cut off are recorded as cancelled, not started).
+            await _quietly(self.record.flush(quiet=True))
+            raise exc
+        self._keep_partial()
+        return None
 
     def _as_error(self, exc: Exception) -> ToolloopError:
         if isinstance(exc, TimeoutError):
@@ -121,18 +126,18 @@ class StepRunner:
         if self._partial:
             error.partial_text = "".join(self._partial)
             self._partial = None
-        await self._record.flush(quiet=True)
+        await self.record.flush(quiet=True)
         if error.transcript is None:
-            error.transcript = self._record.transcript
+            error.transcript = self.record.transcript
         if error.usage is None:
-            error.usage = self._record.usage
+            error.usage = self.record.usage
         return error
 
     def _keep_partial(self) -> None:
         """Keep text a cancelled streaming response had already produced, as a cancelled answer."""
         if self._partial:
             text, self._partial = "".join(self._partial), None
-            self._record.append([AssistantMessage(text, stop_reason=StopReason.CANCELLED)])
+            self.record.append([AssistantMessage(text, stop_reason=StopReason.CANCELLED)])
 
 
 def _only_ours(task: asyncio.Task[Any] | None, delivered: bool, baseline: int) -> bool:
