@@ -30,12 +30,16 @@ class CancelToken:
     is closed) never cancels the other runs sharing your token.
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_reason", "_steps")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_generation", "_reason", "_task")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: str | None = None
-        self._steps: dict[asyncio.Task[object], int] = {}
+        # The step running under this token: a run's own token has one at a time (a thousand
+        # waiting runs keep no dict each for it). The generation tells a later step of the same
+        # task from the one a cancel was meant for.
+        self._task: asyncio.Task[object] | None = None
+        self._generation = 0
         self._children: weakref.WeakSet[CancelToken] | None = None  # made with the first child
 
     @property
@@ -55,11 +59,11 @@ class CancelToken:
                 return
             self._cancelled = True
             self._reason = reason
-            steps = list(self._steps.items())
+            task, generation = self._task, self._generation
             children = list(self._children) if self._children is not None else []
         for child in children:
             child.cancel(reason)
-        for task, generation in steps:
+        if task is not None:
             self._deliver_soon(task, generation)
 
     def child(self) -> CancelToken:
@@ -84,19 +88,19 @@ class CancelToken:
 
     def _deliver(self, task: asyncio.Task[object], generation: int) -> None:
         with _LOCK:
-            current = self._steps.get(task) == generation
+            current = self._task is task and self._generation == generation
             if current:
-                del self._steps[task]
+                self._task = None
         if current and not task.done():
             task.cancel()
 
     def _attach(self, task: asyncio.Task[object] | None) -> None:
-        """The loop calls this when ``task`` starts one step of a run."""
+        """The loop calls this when ``task`` starts one step of a run (one step at a time)."""
         if task is None:
             return
         generation = next(_generations)
         with _LOCK:
-            self._steps[task] = generation
+            self._task, self._generation = task, generation
             late = self._cancelled  # cancelled from another thread just before the step began
         if late:
             self._deliver_soon(task, generation)
@@ -109,4 +113,7 @@ class CancelToken:
         if task is None:
             return False
         with _LOCK:
-            return self._steps.pop(task, None) is None
+            delivered = self._task is not task
+            if not delivered:
+                self._task = None
+            return delivered

@@ -45,10 +45,11 @@ class Guards:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self._held: tuple[_Held, ...] = ()
+        self._held: tuple[Any, ...] = ()
         """The calls run so far while there were at most ``max_repeats``: none can be over the bound yet,
         so their canonical keys (a JSON parse and dump each) are not needed. Kept as they were
-        asked for (a decision may edit a call's arguments later; it is counted as asked)."""
+        asked for (a decision may edit a call's arguments later; it is counted as asked), in one
+        flat tuple: each call's id, tool name, arguments and raw arguments in a row."""
         self._calls: dict[tuple[str, str | bytes], int] | None = None
         self._error: tuple[str, str] | None = None
         self._errors = 0
@@ -64,8 +65,9 @@ class Guards:
         if bound is None:
             return None
         if self._calls is None:
-            if len(self._held) + len(calls) <= bound:
-                self._held += tuple((c.tool_call_id, c.tool_name, c.arguments, c.raw_arguments) for c in calls)
+            if len(self._held) // _HELD + len(calls) <= bound:
+                for c in calls:
+                    self._held += (c.tool_call_id, c.tool_name, c.arguments, c.raw_arguments)
                 return None
             self._calls = _counts(self._held)
             self._held = ()
@@ -113,13 +115,14 @@ class Guards:
         return self._empty > self.limits.max_empty_responses
 
 
-_Held = tuple[str, str, Mapping[str, Any], str | None]
-"""A call held by :class:`Guards`: its id, tool name, arguments and raw arguments."""
+_HELD = 4
+"""The items of a call held by :class:`Guards`: its id, tool name, arguments and raw arguments."""
 
 
-def _counts(calls: Iterable[_Held]) -> dict[tuple[str, str | bytes], int]:
+def _counts(held: tuple[Any, ...]) -> dict[tuple[str, str | bytes], int]:
     counts: dict[tuple[str, str | bytes], int] = {}
-    for call_id, name, arguments, raw in calls:
+    for at in range(0, len(held), _HELD):
+        call_id, name, arguments, raw = held[at : at + _HELD]
         key = _canonical(name, arguments) if raw is None else _key(call_id, name, arguments, raw)
         counts[key] = counts.get(key, 0) + 1
     return counts
