@@ -18,11 +18,11 @@ from tooloop.testing import FunctionModel
 
 
 async def test_a_live_lease_refuses_another_owner_and_an_expired_one_is_taken_over(store: BaseStore) -> None:
-    await store.claim_lease("s", "worker-a", ttl=0.5)
+    await store.claim_lease("s", "worker-a", ttl=30)  # live however slow the machine is meanwhile
     with pytest.raises(SessionBusyError, match="worker-a") as caught:
         await store.claim_lease("s", "worker-b", ttl=10)
     assert caught.value.owner == "worker-a" and isinstance(caught.value, ConflictError)
-    assert await store.claim_lease("s", "worker-a", ttl=0.5) > time.time()  # the owner renews
+    assert await store.claim_lease("s", "worker-a", ttl=0.5) > time.time()  # the owner renews, for less
     await asyncio.sleep(0.7)  # worker-a died: nobody renews
     await store.claim_lease("s", "worker-b", ttl=10)
     with pytest.raises(SessionBusyError, match="worker-b"):
@@ -82,12 +82,13 @@ async def test_a_waiting_run_gets_the_session_when_the_owner_finishes(store_url:
 
 async def test_the_lease_is_renewed_while_a_long_run_holds_it(store_url: str) -> None:
     async def slow(request: ModelRequest) -> str:
-        await asyncio.sleep(1.5)  # five times the lease's life
+        await asyncio.sleep(2.0)  # over three times the lease's life
         return "done"
 
-    agent = Agent(FunctionModel(slow), store=store_url, lease=SessionLease(ttl=0.3))
+    # Renewed every 0.2 s: a renewal may be 0.4 s late on a loaded machine before the lease lapses.
+    agent = Agent(FunctionModel(slow), store=store_url, lease=SessionLease(ttl=0.6))
     first = asyncio.create_task(agent.run("one", session_id="s"))
-    await asyncio.sleep(0.9)
+    await asyncio.sleep(1.4)
     with pytest.raises(SessionBusyError):
         await agent.run("two", session_id="s")
     assert (await first).text == "done"
