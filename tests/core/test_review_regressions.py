@@ -98,7 +98,8 @@ async def test_a_stream_dropped_by_its_cancelled_consumer_stops_its_run() -> Non
             pass
 
     consumer = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
+    while not model.requests:  # the model was asked: the tool is about to run
+        await asyncio.sleep(0.01)
     consumer.cancel()  # e.g. the HTTP client disconnected
     with pytest.raises(asyncio.CancelledError):
         await consumer
