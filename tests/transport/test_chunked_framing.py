@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tooloop.transport.http import TransportError, _feed, _Parse
+from tooloop.transport.http import TransportError, _Answer, _Feeder
 
 HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 
@@ -24,12 +24,19 @@ def encode(pieces: list[bytes], *, extension: bytes = b"", trailers: bytes = b""
     return body + b"0" + extension + b"\r\n" + trailers + b"\r\n"
 
 
-def parser() -> tuple[_Parse, httptools.HttpResponseParser]:
-    parse = _Parse()
-    return parse, httptools.HttpResponseParser(parse)
+FEEDER = _Feeder()
+SINK = FEEDER.sink  # what a pool's parsers report to
 
 
-def decode(raw: bytes, cuts: list[int]) -> tuple[bytes, _Parse]:
+def parser() -> tuple[_Answer, httptools.HttpResponseParser]:
+    return _Answer(), httptools.HttpResponseParser(SINK)
+
+
+def _feed(llhttp: httptools.HttpResponseParser, parse: _Answer, data: bytes) -> None:
+    FEEDER.feed(llhttp, parse, data)
+
+
+def decode(raw: bytes, cuts: list[int]) -> tuple[bytes, _Answer]:
     parse, llhttp = parser()
     raw = HEAD + raw
     start = 0

@@ -32,6 +32,7 @@ import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -69,9 +70,30 @@ _READ_LIMIT = 2 * 1024 * 1024
 """Bytes received and not yet read past which the connection stops reading from the socket."""
 
 
-class Connection(asyncio.Protocol):
+class _Answer:
+    """What llhttp (through ``httptools``) reported so far of the answer a connection is reading."""
+
+    __slots__ = ("body", "complete", "idle", "keep", "status")
+
+    body: list[bytes]
+    """The pieces of the body parsed and not yet read (a new list per answer: the last one handed out stays its own)."""
+
+    def __init__(self) -> None:
+        self.next_answer()
+
+    def next_answer(self) -> None:
+        """Start over for the next answer."""
+        self.status = 0
+        """The status once the head is complete (0 before; a 1xx is replaced by the answer that follows)."""
+        self.body = []
+        self.complete = self.keep = False
+        self.idle = 0
+        """Bytes fed in a row that held no body (a bound on chunk lines and trailers)."""
+
+
+class Connection(_Answer, asyncio.Protocol):
     """One connection's protocol: the bytes the server sent, kept until they are taken, and the
-    transport to write to.
+    transport to write to; what its parser found of the answer being read (the :class:`_Answer` it is).
 
     A reader waits with :meth:`waiter` (None when there is something to take) and takes with
     :meth:`take`: the bytes that arrived, ``b""`` once the server closed its side, or the error the
@@ -85,17 +107,17 @@ class Connection(asyncio.Protocol):
         "_eof",
         "_error",
         "_lost",
-        "_parse",
-        "_parser",
         "_paused",
         "_waiter",
         "_writable",
         "_write_paused",
         "loop",
+        "parser",
         "transport",
     )
 
     def __init__(self) -> None:
+        self.status = 0  # the rest of the answer's state is made when an answer starts (next_answer)
         self.loop = asyncio.get_running_loop()
         """The event loop the connection belongs to."""
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
@@ -109,10 +131,10 @@ class Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._closed: asyncio.Future[None] | None = None
-        self._parse: _Parse | None = None
-        self._parser: httptools.HttpResponseParser | None = None
-        """The parser of the connection's answers and what it reports (made with the first answer, kept
-        for the next: llhttp reads one answer after another on a kept-alive connection)."""
+        self.parser: httptools.HttpResponseParser | None = None
+        """The parser of the connection's answers (made with the first answer, kept for the next:
+        llhttp reads one answer after another on a kept-alive connection). It reports to its pool's
+        :class:`_Feeder`, not to this object: no callbacks made per connection."""
 
     # ---- what the event loop calls
 
@@ -310,51 +332,71 @@ class Endpoint:
         return host if self.port == default else f"{host}:{self.port}"
 
 
-class _Parse:
-    """What llhttp (through ``httptools``) reports of a connection's answer, as it parses the bytes fed to it.
+class _Feeder:
+    """Feeds a pool's parsers and takes what they report for the answer being fed.
 
-    No callback per header: a real server sends twenty or so, and a call into Python for each
-    cost more than the rest of the head. The head is kept as the bytes it came in
-    (:func:`_final_head`) and read for the few headers the transport needs.
+    llhttp (through ``httptools``) reports to callbacks it looks up once, when a parser is made;
+    looked up on an object they would be bound methods made per parser, four tracked objects for
+    every connection open. A pool's parsers report to its :attr:`sink`, whose callbacks are this
+    feeder's, bound once; feeding is synchronous and a pool is used by one event loop, so the feeder
+    knows which answer it is feeding. No callback per header: a real server sends twenty or so, and
+    a call into Python for each cost more than the rest of the head. The head is kept as the bytes it
+    came in (:func:`_final_head`) and read for the few headers the transport needs.
     """
 
-    __slots__ = ("body", "complete", "idle", "keep", "parser", "status")
+    __slots__ = ("answer", "parser")
 
     def __init__(self) -> None:
-        self.status = 0
-        """The status once the head is complete (0 before; a 1xx is replaced by the answer that follows)."""
-        self.body: list[bytes] = []
-        self.complete = False
-        self.keep = False
-        self.idle = 0
-        """Bytes fed in a row that held no body (a bound on chunk lines and trailers)."""
+        self.answer: _Answer | None = None
         self.parser: httptools.HttpResponseParser | None = None
-        """The parser, only while it is fed (it holds this object's methods: a lasting link back would
-        make a cycle, and every response garbage only the cyclic collector frees)."""
 
-    def next_answer(self) -> None:
-        """Start over for the next answer on the connection (the list the last one handed out stays its own)."""
-        self.status = 0
-        self.body = []
-        self.complete = self.keep = False
-        self.idle = 0
+    @property
+    def sink(self) -> SimpleNamespace:
+        """What the pool's parsers are made with: this feeder's callbacks (keep it with the feeder
+        rather than on it: the callbacks refer to the feeder, and a link back would be a cycle)."""
+        return SimpleNamespace(
+            on_message_begin=self.on_message_begin,
+            on_headers_complete=self.on_headers_complete,
+            on_body=self.on_body,
+            on_message_complete=self.on_message_complete,
+        )
+
+    def feed(self, parser: httptools.HttpResponseParser, answer: _Answer, data: bytes) -> None:
+        """Parse ``data``, the next bytes of ``answer`` (``parser``'s connection's)."""
+        self.answer, self.parser = answer, parser
+        try:
+            parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            if not isinstance(exc.__context__, _Extra):
+                raise
+            answer.keep = False
+        except httptools.HttpParserError as exc:
+            raise TransportError(f"the server sent a malformed response: {exc}") from None
+        finally:
+            self.answer = self.parser = None
 
     def on_message_begin(self) -> None:
-        if self.status >= 200:  # bytes after the answer: nothing may follow on this connection
+        answer = self.answer
+        assert answer is not None
+        if answer.status >= 200:  # bytes after the answer: nothing may follow on this connection
             raise _Extra
-        self.complete = False
+        answer.complete = False
 
     def on_headers_complete(self) -> None:
-        parser = self.parser
-        assert parser is not None
-        self.status = parser.get_status_code()
-        self.keep = parser.should_keep_alive()
+        answer, parser = self.answer, self.parser
+        assert answer is not None and parser is not None
+        answer.status = parser.get_status_code()
+        answer.keep = parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
-        self.body.append(body)
+        answer = self.answer
+        assert answer is not None
+        answer.body.append(body)
 
     def on_message_complete(self) -> None:
-        self.complete = True
+        answer = self.answer
+        assert answer is not None
+        answer.complete = True
 
 
 def _final_head(data: bytes) -> bytes:
@@ -384,14 +426,14 @@ class Response:
 
     __slots__ = ("_body", "_conn", "_decoder", "_head", "_headers", "_pool", "plain_length", "status")
 
-    def __init__(self, pool: Pool, conn: Connection, parse: _Parse, head: bytes) -> None:
-        self.status = parse.status
+    def __init__(self, pool: Pool, conn: Connection, head: bytes) -> None:
+        self.status = conn.status
         self._pool = pool
         self._conn: Connection | None = conn
-        """The connection while the body is still coming (its parser's report is this answer's until then)."""
+        """The connection while the body is still coming (what its parser found is this answer's until then)."""
         self._head = head
         """The head as it came (:func:`_final_head`): the headers are read from it when asked for."""
-        self._body = parse.body
+        self._body = conn.body
         """The pieces of the body parsed and not yet read."""
         self._headers: dict[str, str] | None = None
         self._decoder: _Decoder | None = None
@@ -411,7 +453,7 @@ class Response:
                 length = int(low[at + 16 : low.find(b"\r", at)])  # llhttp checked it is a number
         self.plain_length = length
         """The body's length as it arrives when the server gave it and the body is not encoded, else -1."""
-        if parse.complete:
+        if conn.complete:
             self._done()
 
     @property
@@ -505,52 +547,34 @@ class Response:
                 if not data:
                     self._end(conn)
                     continue
-                parse = conn._parse
-                assert parse is not None and conn._parser is not None
-                _feed(conn._parser, parse, data)
-                if parse.complete:
+                assert conn.parser is not None
+                self._pool.feeder.feed(conn.parser, conn, data)
+                if conn.complete:
                     self._done()  # back in the pool before the caller even looks at the bytes
                 elif not body:
-                    parse.idle += len(data)
-                    if parse.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
+                    conn.idle += len(data)
+                    if conn.idle > _MAX_HEAD:  # chunk lines, extensions or trailers without end
                         raise TransportError(
                             "the server sent too many bytes that are not the body (chunk lines, trailers)"
                         )
                 else:
-                    parse.idle = 0
+                    conn.idle = 0
             except BaseException:
                 self.close()
                 raise
 
     def _end(self, conn: Connection) -> None:
         """The server closed the connection: the end of a body framed by it, else a body cut short."""
-        parse = conn._parse
-        assert parse is not None
         headers = self.headers
-        if parse.complete or parse.keep or "content-length" in headers or "transfer-encoding" in headers:
+        if conn.complete or conn.keep or "content-length" in headers or "transfer-encoding" in headers:
             raise TransportError("the server closed the connection before the body was complete")
-        parse.complete = True
+        conn.complete = True
         self._done()
 
     def _done(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            parse = conn._parse
-            self._pool.release(conn, parse is not None and parse.keep)
-
-
-def _feed(parser: httptools.HttpResponseParser, parse: _Parse, data: bytes) -> None:
-    parse.parser = parser
-    try:
-        parser.feed_data(data)
-    except httptools.HttpParserCallbackError as exc:
-        if not isinstance(exc.__context__, _Extra):
-            raise
-        parse.keep = False
-    except httptools.HttpParserError as exc:
-        raise TransportError(f"the server sent a malformed response: {exc}") from None
-    finally:
-        parse.parser = None
+            self._pool.release(conn, conn.keep)
 
 
 class _Decoder(Protocol):
@@ -629,6 +653,9 @@ class Pool:
         self._elsewhere: dict[tuple[bool, str, int], Pool] = {}
         self._expiry: Expiry | None = None
         """The idle timeout of the reads (made on the first wait, on the loop of the connections)."""
+        self.feeder = _Feeder()
+        """Feeds the parsers of the pool's connections (see :class:`_Feeder`)."""
+        self._sink = self.feeder.sink
 
     def elsewhere(self, endpoint: Endpoint) -> Pool:
         """The pool, with this one's settings and loop, for another origin (a redirect's)."""
@@ -701,10 +728,10 @@ class Pool:
                         await waiter
                     except TimeoutError as exc:
                         raise self._failure(exc) from None
-                parse, data = self._answer_starts(conn)
-                if parse.status < 200:  # the head is not all there (or a 1xx came first)
-                    data = await self._rest_of_head(conn, parse, data)
-                return Response(self, conn, parse, _final_head(data))
+                data = self._answer_starts(conn)
+                if conn.status < 200:  # the head is not all there (or a 1xx came first)
+                    data = await self._rest_of_head(conn, data)
+                return Response(self, conn, _final_head(data))
             except TransportError as exc:
                 self._drop(conn, failed=True)
                 if not fresh and _nothing_received(exc):
@@ -714,23 +741,21 @@ class Pool:
                 self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
                 raise
 
-    def _answer_starts(self, conn: Connection) -> tuple[_Parse, bytes]:
-        """What the connection's parser found in the first bytes of the answer, and the bytes."""
+    def _answer_starts(self, conn: Connection) -> bytes:
+        """The first bytes of the answer, fed to the connection's parser."""
         try:
             data = conn.take()
         except _BROKEN as exc:
             raise self._failure(exc) from exc
         # The parser is made once the first answer starts (a thousand requests waiting for their
         # first answers hold no parser each), then kept for the connection's next answers.
-        parse, parser = conn._parse, conn._parser
-        if parse is None or parser is None:
-            parse = conn._parse = _Parse()
-            parser = conn._parser = httptools.HttpResponseParser(parse)
-        else:
-            parse.next_answer()
+        parser = conn.parser
+        if parser is None:
+            parser = conn.parser = httptools.HttpResponseParser(self._sink)
+        conn.next_answer()
         if data:
-            _feed(parser, parse, data)
-        return parse, data
+            self.feeder.feed(parser, conn, data)
+        return data
 
     def _reuse(self) -> Connection | None:
         """An idle connection still open, if there is one (the closed ones found are dropped)."""
@@ -856,7 +881,7 @@ class Pool:
                 raise _NoDescriptor(error) from exc
             raise error from exc
 
-    async def _rest_of_head(self, conn: Connection, parse: _Parse, data: bytes) -> bytes:
+    async def _rest_of_head(self, conn: Connection, data: bytes) -> bytes:
         """Read until the answer's head is complete; ``data``, the first bytes, were fed already.
         Every byte received so far, joined."""
         received = [data]
@@ -864,16 +889,16 @@ class Pool:
         while True:
             if not data:  # the server closed the connection
                 raise self._cut(size)
-            if size > _MAX_HEAD and not parse.status:
+            if size > _MAX_HEAD and not conn.status:
                 raise TransportError("the response head is too long")
-            if parse.status >= 200:  # a 1xx informational answer is skipped: the real one follows
+            if conn.status >= 200:  # a 1xx informational answer is skipped: the real one follows
                 return b"".join(received)
             data = await self.next_bytes(conn)
             received.append(data)
             size += len(data)
             if data:
-                assert conn._parser is not None
-                _feed(conn._parser, parse, data)
+                assert conn.parser is not None
+                self.feeder.feed(conn.parser, conn, data)
 
     def _cut(self, received: int) -> TransportError:
         """The error for a connection the server closed before the response head was complete."""
