@@ -24,8 +24,8 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, Protocol, TypeVar, overload
 from urllib.parse import urljoin, urlsplit
 
 import msgspec
@@ -50,6 +50,9 @@ __all__ = [
     "lean_eligible",
     "loads",
 ]
+
+
+_T = TypeVar("_T")
 
 
 def dumps(body: Any) -> bytes:
@@ -307,53 +310,70 @@ class Client:
         """Close every pooled connection on every loop."""
         await self.pools.aclose()
 
-    async def post_json(self, path: str, body: Any) -> Any:
+    def post_json(self, path: str, body: Any) -> Coroutine[Any, Any, Any]:
         """Send ``body`` (or JSON already encoded, as bytes); the parsed JSON answer."""
-        # _send directly, not post(): one coroutine fewer on every plain request
-        response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
-        return loads(await response.read())
+        return self._send(path, body if isinstance(body, bytes) else dumps(body), _json)
 
-    async def post_bytes(self, path: str, body: Any) -> bytes:
+    def post_bytes(self, path: str, body: Any) -> Coroutine[Any, Any, bytes]:
         """Send ``body`` (or JSON already encoded, as bytes); the answer's body, not parsed."""
-        response = await self._send(path, body if isinstance(body, bytes) else dumps(body))
-        return await response.read()
+        return self._send(path, body if isinstance(body, bytes) else dumps(body), Response.read)
 
-    async def post(self, path: str, body: Any) -> Response:
+    def post(self, path: str, body: Any) -> Coroutine[Any, Any, Response]:
         """Send ``body`` (or JSON already encoded, as bytes), retrying as the policy says; the
         successful response, its body not yet read (a stream's events: :mod:`.sse`)."""
-        return await self._send(path, body if isinstance(body, bytes) else dumps(body))
+        return self._send(path, body if isinstance(body, bytes) else dumps(body))
 
-    async def _send(self, path: str, body: bytes) -> Response:
-        pool = self.pools.get()
+    @overload
+    def _send(self, path: str, body: bytes) -> Coroutine[Any, Any, Response]: ...
+
+    @overload
+    def _send(self, path: str, body: bytes, finish: Callable[[Response], Awaitable[_T]]) -> Coroutine[Any, Any, _T]: ...
+
+    def _send(
+        self, path: str, body: bytes, finish: Callable[[Response], Awaitable[Any]] | None = None
+    ) -> Coroutine[Any, Any, Any]:
+        """The pool's request of ``body`` to ``path``: the coroutine of the whole exchange, retries and
+        redirects included (:meth:`recover`), and ``finish`` (the body read) when given. Not a coroutine
+        itself, nor are the ``post`` methods: no level of theirs waits with each request."""
+        tail = self._tail % ((len(body), 0) if self._counted else len(body))
+        if finish is None:
+            return self.pools.get().request(self._prefix(path) + tail, body, self, path)
+        return self.pools.get().request(self._prefix(path) + tail, body, self, path, finish)
+
+    async def recover(self, pool: Pool, path: str, body: bytes, outcome: Response | TransportError) -> Response:
+        """The successful response to ``body`` sent to ``path`` whose first attempt ended with ``outcome``
+        (an error status, a redirect, a transport failure): retried as the policy says, redirects
+        followed; else the error (:class:`StatusError` for an error status)."""
         policy = self.retry
         attempt = 0
         prefix = self._prefix(path)
-        hops: tuple[str, ...] = ()  # the URLs redirects led to (a tuple: no list made per request)
+        hops: tuple[str, ...] = ()  # the URLs redirects led to
         while True:
-            tail = self._tail % ((len(body), attempt) if self._counted else len(body))
-            try:
-                response = await pool.request(prefix + tail, body)
-            except TransportError:
+            if isinstance(outcome, TransportError):
                 if attempt >= policy.max_retries:
-                    raise
+                    raise outcome
                 await asyncio.sleep(policy.delay(attempt, None))
                 attempt += 1
-                continue
-            if response.status < 300:
-                return response
-            if response.status in (307, 308):  # the same method and body, elsewhere
-                await response.read()
+            elif outcome.status < 300:
+                return outcome
+            elif outcome.status in (307, 308):  # the same method and body, elsewhere
+                await outcome.read()
                 url = hops[-1] if hops else self.endpoint.url + "/" + path.lstrip("/")
-                endpoint, prefix = self._redirect(url, response.headers.get("location"), len(hops))
+                endpoint, prefix = self._redirect(url, outcome.headers.get("location"), len(hops))
                 hops += (endpoint.url,)
                 pool = pool.elsewhere(endpoint)
-                continue
-            data = await response.read()
-            wait = retry_after(response.headers)
-            if attempt >= policy.max_retries or not policy.should_retry(response.status, response.headers, wait):
-                raise StatusError.read(response.status, response.headers, data)
-            await asyncio.sleep(policy.delay(attempt, wait))
-            attempt += 1
+            else:
+                data = await outcome.read()
+                wait = retry_after(outcome.headers)
+                if attempt >= policy.max_retries or not policy.should_retry(outcome.status, outcome.headers, wait):
+                    raise StatusError.read(outcome.status, outcome.headers, data)
+                await asyncio.sleep(policy.delay(attempt, wait))
+                attempt += 1
+            tail = self._tail % ((len(body), attempt) if self._counted else len(body))
+            try:
+                outcome = await pool.request(prefix + tail, body)
+            except TransportError as exc:
+                outcome = exc
 
     def _redirect(self, url: str, location: str | None, hops: int) -> tuple[Endpoint, bytes]:
         """The endpoint and request head prefix a 307/308 from ``url`` to ``location`` leads to."""
@@ -388,6 +408,10 @@ class Client:
 
 MAX_REDIRECTS = 20
 """Redirects followed for one request at most, as httpx follows."""
+
+
+async def _json(response: Response) -> Any:
+    return loads(await response.read())
 
 
 def _host_and_headers(endpoint: Endpoint, headers: Mapping[str, str]) -> bytes:

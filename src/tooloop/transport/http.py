@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, overload
 from urllib.parse import unquote, urlsplit
 
 import httptools
@@ -50,6 +50,7 @@ __all__ = [
     "Endpoint",
     "Pool",
     "ReadTimeout",
+    "Recovery",
     "RedirectError",
     "Response",
     "TransportError",
@@ -67,6 +68,7 @@ _BROKEN = (OSError, asyncio.IncompleteReadError)
 """What a read raises when the connection broke (a reset, a TLS failure, the end of the stream)."""
 _MAX_HEAD = 65536
 _READ_LIMIT = 2 * 1024 * 1024
+_T = TypeVar("_T")
 """Bytes received and not yet read past which the connection stops reading from the socket."""
 
 
@@ -621,6 +623,16 @@ def _undecodable(exc: zlib.error) -> TransportError:
     return TransportError(f"the server sent a compressed body that does not decompress: {exc}")
 
 
+class Recovery(Protocol):
+    """What a caller of :meth:`Pool.request` does with a first outcome that is not a success."""
+
+    def recover(self, pool: Pool, path: str, body: bytes, outcome: Response | TransportError) -> Awaitable[Response]:
+        """The successful response to the request of ``body`` to ``path`` on ``pool``, whose first
+        attempt ended with ``outcome`` (an answer with a status of 300 or more, or the error): after
+        the retries and redirects the caller makes; else the caller's error."""
+        ...
+
+
 class Pool:
     """Keep-alive connections to one endpoint, for the event loop that opens them.
 
@@ -676,22 +688,24 @@ class Pool:
         """The next bytes ``conn`` received (``b""`` once the server closed it), waiting at most the
         idle timeout: :class:`ReadTimeout` after it, :class:`TransportError` when the connection broke."""
         try:
-            waiter = conn.waiter()
+            waiter = self._watched(conn)
             if waiter is not None:  # else the bytes (or the end) are there already: no wait, no deadline
-                if self.read_timeout is not None:
-                    self._expire(waiter, conn)
                 await waiter
             return conn.take()
         except _BROKEN as exc:
             raise self._failure(exc) from (None if isinstance(exc, TimeoutError) else exc)
 
-    def _expire(self, waiter: asyncio.Future[None], conn: Connection) -> None:
-        """Fail ``waiter`` with ``TimeoutError`` unless it is done within the idle timeout."""
+    def _watched(self, conn: Connection) -> asyncio.Future[None] | None:
+        """``conn``'s waiter (None when there is something to take), failing with ``TimeoutError``
+        unless it is done within the idle timeout."""
+        waiter = conn.waiter()
+        if waiter is None or self.read_timeout is None:
+            return waiter
         expiry = self._expiry
         if expiry is None or expiry.loop is not conn.loop:
-            assert self.read_timeout is not None
             expiry = self._expiry = Expiry(conn.loop, self.read_timeout)
         expiry.watch(waiter)
+        return waiter
 
     def _failure(self, exc: BaseException) -> TransportError:
         """The transport error for what a read raised."""
@@ -699,14 +713,39 @@ class Pool:
             return ReadTimeout(f"no data from {self.endpoint.url} for {self.read_timeout:g} s")
         return TransportError(f"the connection to {self.endpoint.url} broke: {exc or type(exc).__name__}")
 
-    async def request(self, head: bytes, body: bytes) -> Response:
+    @overload
+    async def request(self, head: bytes, body: bytes, recovery: Recovery | None = None, path: str = "") -> Response: ...
+
+    @overload
+    async def request(
+        self,
+        head: bytes,
+        body: bytes,
+        recovery: Recovery | None,
+        path: str,
+        finish: Callable[[Response], Awaitable[_T]],
+    ) -> _T: ...
+
+    async def request(  # noqa: C901 - one coroutine on purpose (see the comment below)
+        self,
+        head: bytes,
+        body: bytes,
+        recovery: Recovery | None = None,
+        path: str = "",
+        finish: Callable[[Response], Awaitable[Any]] | None = None,
+    ) -> Any:
         """Send one request (``head`` ends with the blank line) and read the response's status and headers.
 
         A reused connection that turns out closed or reset before any answer came is a stale one:
-        the request goes again on another, as the SDK's HTTP stack does.
+        the request goes again on another, as the SDK's HTTP stack does. With ``recovery``, an answer
+        that is not a success (a status of 300 or more) or a :class:`TransportError` goes to its
+        :meth:`~Recovery.recover` (the caller's retries and redirects, for the request to ``path``),
+        and what that gives back is the response. With ``finish``, the response's ``finish(response)``
+        (its body read) is what the request gives.
         """
-        # One coroutine from the connection to the response's head: at a thousand requests in
-        # flight every frame more is an object more that waits (and that the collector walks).
+        # One coroutine from the connection to the answer, the caller's retries included when one
+        # is needed, and its body: at a thousand requests in flight every frame more is an object
+        # more that waits (and that the collector walks), and a level every resume passes through.
         while True:
             found = self._reuse()  # the usual case, without a coroutine to get a connection
             if found is not None:
@@ -720,10 +759,8 @@ class Pool:
                     conn.write(head)
                     conn.write(body)
                     await self._drain(conn)
-                waiter = conn.waiter()
+                waiter = self._watched(conn)
                 if waiter is not None:  # the usual case: the answer is still to come
-                    if self.read_timeout is not None:
-                        self._expire(waiter, conn)
                     try:
                         await waiter
                     except TimeoutError as exc:
@@ -731,15 +768,24 @@ class Pool:
                 data = self._answer_starts(conn)
                 if conn.status < 200:  # the head is not all there (or a 1xx came first)
                     data = await self._rest_of_head(conn, data)
-                return Response(self, conn, _final_head(data))
+                response = Response(self, conn, _final_head(data))
             except TransportError as exc:
                 self._drop(conn, failed=True)
-                if not fresh and _nothing_received(exc):
+                if _stale(exc, fresh):
                     continue  # a stale connection: the request goes again on another
-                raise
+                if recovery is None:
+                    raise
+                outcome: Response | TransportError = exc  # recovered outside the handler: no chained context
             except BaseException:
                 self._drop(conn, failed=True)  # cancelled or failed mid-exchange: the connection's state is unknown
                 raise
+            else:
+                if recovery is None or response.status < 300:
+                    break
+                outcome = response
+            response = await recovery.recover(self, path, body, outcome)
+            break
+        return response if finish is None else await finish(response)
 
     def _answer_starts(self, conn: Connection) -> bytes:
         """The first bytes of the answer, fed to the connection's parser."""
@@ -988,7 +1034,10 @@ def check_headers(headers: Mapping[str, str], secret: str | None = None) -> None
             )
 
 
-def _nothing_received(exc: TransportError) -> bool:
+def _stale(exc: TransportError, fresh: bool) -> bool:
+    """True when ``exc`` says a reused (not ``fresh``) connection was closed or reset before any answer came."""
+    if fresh:
+        return False
     cause = exc.__cause__
     if isinstance(cause, asyncio.IncompleteReadError):
         return not cause.partial
