@@ -14,7 +14,6 @@ the deadline and errors; :class:`~tooloop.loop.record.Recorder` keeps the transc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -76,10 +75,6 @@ if TYPE_CHECKING:
     from ..tools.search import ToolLoader
 
 __all__ = ["Run"]
-
-
-_NO_DEADLINE = contextlib.nullcontext()
-"""The scope of a step of a run without a time limit (stateless: one for every run)."""
 
 
 class Run(StepRunner):
@@ -380,28 +375,33 @@ class Run(StepRunner):
         handler = self._model_event if self.record.events is not None else None
         error: ToolloopError | None = None
         completed = True
+        # the deadline's scope entered and left as `async with` would, without a method of it kept
+        # while the run waits (a run without a time limit has none)
+        scope = None
         try:
-            async with self._time_limit():
-                if begin is not None:
-                    await begin
-                    del begin  # the finished coroutine is not kept while the run waits
-                while turns and self._going():
-                    turns -= 1
-                    request = await self._turn_request()
-                    if request is None:
-                        break
-                    if direct:  # _response_to's steps inline (the usual run)
-                        try:
-                            answer = checked(self.model, await pending_response(self.model, request, handler))
-                        except ContextLengthError as exc:
-                            answer = await self._request_smaller(request, handler, exc)
-                        answer = self._priced(request, answer)
-                    else:
-                        answer = await self._response_to(request)
-                    await self._take_response(self._answered(request, answer))
-                    del answer  # not kept while the run waits for the next one
+            scope = await self._time_limit()
+            if begin is not None:
+                await begin
+                del begin  # the finished coroutine is not kept while the run waits
+            while self._going(turns):
+                turns -= 1
+                request = await self._turn_request()
+                if request is None:
+                    break
+                if direct:  # _response_to's steps inline (the usual run)
+                    try:
+                        answer = checked(self.model, await pending_response(self.model, request, handler))
+                    except ContextLengthError as exc:
+                        answer = await self._request_smaller(request, handler, exc)
+                    answer = self._priced(request, answer)
+                else:
+                    answer = await self._response_to(request)
+                await self._take_response(self._answered(request, answer))
+                del answer  # not kept while the run waits for the next one
+            if scope is not None:
+                await scope.__aexit__(None, None, None)
         except BaseException as exc:
-            error = await self._escaped(task, baseline, exc)
+            error = await self._escaped(task, baseline, await _left(scope, exc))
             completed = False
         else:
             self.token._detach(task)  # before the journal is written: a late cancel must not cut it
@@ -411,12 +411,18 @@ class Run(StepRunner):
             await self.record.flush()
         return completed
 
-    def _going(self) -> bool:
-        """No stop reason yet, and the token not cancelled: the run takes another turn."""
-        return self.stop_reason is None and not self.token.cancelled
+    def _going(self, turns: int) -> bool:
+        """Turns left to take in this step, no stop reason yet, and the token not cancelled: the run
+        takes another turn."""
+        return turns != 0 and self.stop_reason is None and not self.token.cancelled
 
-    def _time_limit(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        return _NO_DEADLINE if self.deadline is None else asyncio.timeout_at(self.deadline)
+    async def _time_limit(self) -> asyncio.Timeout | None:
+        """The run's deadline as an entered scope (left by :meth:`_step`); None without a time limit."""
+        if self.deadline is None:
+            return None
+        scope = asyncio.timeout_at(self.deadline)
+        await scope.__aenter__()
+        return scope
 
     async def _turn_request(self) -> ModelRequest | None:
         """The request that opens a turn (steering delivered, tool sources listed first); None when
@@ -956,6 +962,18 @@ def _check_source_names(config: RunConfig, listed: Sequence[Sequence[Tool]]) -> 
                 f"{shown} names {', '.join(map(repr, unknown))}, which is no tool of this agent nor of its "
                 f"tool sources ({sources}); its tools: {known}. Check the spelling"
             )
+
+
+async def _left(scope: asyncio.Timeout | None, exc: BaseException) -> BaseException:
+    """``exc`` escaped a step: the deadline's ``scope`` (if any) is left as ``async with`` leaves
+    it. What goes on: ``exc``, or the ``TimeoutError`` the scope made of its cancellation."""
+    if scope is None:
+        return exc
+    try:
+        await scope.__aexit__(type(exc), exc, exc.__traceback__)
+    except BaseException as converted:
+        return converted
+    return exc
 
 
 def _arguments_text(arguments: Mapping[str, Any] | str) -> str:
