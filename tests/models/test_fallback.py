@@ -120,7 +120,10 @@ async def test_each_default_error_class_falls_back(
 ) -> None:
     wire.queue(FAILURES[failure]())
     backup.queue(backup_answer(door))
-    result, events = await drive(Agent(make(timeout=0.2, transport=transport)), door, "Capital of France?")
+    # A short time limit only where the primary stalls: an error answer a loaded machine is slow to
+    # send must not turn into a timeout, a skip of another class.
+    timeout = 0.2 if failure == "timeout" else 5.0
+    result, events = await drive(Agent(make(timeout=timeout, transport=transport)), door, "Capital of France?")
     assert result.transcript.final_text == ANSWER
     assert len(wire.requests) == 1 and len(backup.requests) == 1
     assert backup.requests[0].json["messages"][0]["content"][0]["text"] == "Capital of France?"
