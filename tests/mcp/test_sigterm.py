@@ -70,6 +70,10 @@ def test_sigterm_to_tooloop_run_stops_its_mcp_servers_and_their_children(wire: W
     )
     try:
         leader = leader_of(pid_file)
+        # the shell wrote its pid before it started its child: both are there a moment later
+        deadline = time.monotonic() + 60
+        while len(group_members(leader)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(group_members(leader)) == 2  # the server and its child
         deadline = time.monotonic() + 60
         while not wire.requests and time.monotonic() < deadline:  # the run is talking to the model
