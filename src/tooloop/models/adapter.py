@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, NoReturn, Self
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from typing import Any, ClassVar, NoReturn, Self
 
 from .._version import __version__
 from ..errors import ConfigurationError, ModelResponseError, ProviderError
@@ -152,20 +152,39 @@ class ProviderModel(ClientModel, ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r}, provider={self.provider!r}, base_url={self.base_url!r})"
 
-    async def respond(self, request: ModelRequest, on_event: EventHandler | None = None) -> ModelResponse:
+    def respond(
+        self, request: ModelRequest, on_event: EventHandler | None = None
+    ) -> Coroutine[Any, Any, ModelResponse]:
         """Send ``request``; stream when ``on_event`` is given (or ``settings.stream`` says so)."""
         settings = self._settings.merged(request.settings)
         stream = self._wants_stream(settings, on_event)
+        if self._maps_errors:  # the adapter's coroutine is the request's: one level fewer while it waits
+            return self._send(request, settings, stream, on_event)  # type: ignore[return-value]
+        return self._respond(request, settings, stream, on_event)
+
+    _maps_errors: ClassVar[bool] = False
+    """True when ``_send`` does nothing but hand out a coroutine that does all the work and raises
+    what :meth:`_raised` gives for what fails (so the adapter's errors need no coroutine of their own)."""
+
+    async def _respond(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        """``_send``'s answer, what fails turned into a tooloop error (:meth:`_raised`)."""
         try:
             return await self._send(request, settings, stream, on_event)
-        except ProviderError as exc:
-            error = exc
         except Exception as exc:
-            error = self._failure(exc, self._attempts)
-        # Raised here, outside the handlers: the SDK's exception (which may quote the key) is not
-        # kept as the error's context; it stays its cause only when no exception of it quotes the key.
-        error.__context__ = None
+            error = self._raised(exc)
+        error.__context__ = None  # see _raised
         raise error
+
+    def _raised(self, exc: Exception) -> ProviderError:
+        """The error to raise for ``exc``, which failed a request: ``exc`` itself when it is a tooloop
+        error, else :meth:`_failure` (``exc`` raised again when it is not a provider failure).
+
+        Raise it outside the handler with no context (``error.__context__ = None``): the SDK's
+        exception (which may quote the key) is not kept as the error's context; it stays its cause
+        only when no exception of it quotes the key."""
+        return exc if isinstance(exc, ProviderError) else self._failure(exc, self._attempts)
 
     def _sent(self, body: Any) -> None:
         """Show the request body to a payload listener (see :mod:`.payloads`)."""

@@ -260,8 +260,16 @@ class AnthropicModel(ProviderModel):
     def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> Awaitable[ModelResponse]:
-        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
-        # waiting conversation.
+        # Not a coroutine itself: what it returns is respond's, one level fewer in every waiting
+        # conversation; it does all the work, and raises what _raised says.
+        if stream:
+            return self._stream(request, settings, on_event)
+        return self._plain(request, settings)
+
+    _maps_errors = True
+
+    def _built(self, request: ModelRequest, settings: ModelSettings, stream: bool) -> tuple[Any, str | None]:
+        """The request's JSON (a dict on the SDK path) and the name of the tool that carries the output, if any."""
         max_tokens = self._max_tokens(settings)
         payload: Any
         if self._lean:  # the JSON made directly (see AnthropicRequest.payload)
@@ -290,21 +298,25 @@ class AnthropicModel(ProviderModel):
             if stream:
                 payload["stream"] = True
             self._sent(payload)
-        # Nothing of the request but its JSON (on the lean path) is kept while the answer comes:
-        # at thousands of conversations waiting, every object kept alive meanwhile is scanned by
-        # the garbage collector.
-        if stream:
-            return self._stream(payload, on_event, output_tool)
-        return self._plain(payload, max_tokens, output_tool)
+        return payload, output_tool
 
-    async def _plain(self, payload: Any, max_tokens: int, output_tool: str | None) -> ModelResponse:
-        long = self._plain_limit is not None and max_tokens > self._plain_limit  # plain forced by settings
-        if long:
-            data = await self._long(payload, max_tokens)
-        else:
-            data = await self._channel.post_json(_PATH, payload)
-        self._received(data)
-        return parse_message(data, output_tool)
+    async def _plain(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
+        try:
+            # Nothing of the request but its JSON (on the lean path) is made to wait for the answer:
+            # at thousands of conversations waiting, every object kept alive meanwhile is scanned by
+            # the garbage collector.
+            payload, output_tool = self._built(request, settings, False)
+            max_tokens = self._max_tokens(settings)
+            if self._plain_limit is not None and max_tokens > self._plain_limit:  # plain forced by settings
+                data = await self._long(payload, max_tokens)
+            else:
+                data = await self._channel.post_json(_PATH, payload)
+            self._received(data)
+            return parse_message(data, output_tool)
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     async def _long(self, payload: Any, max_tokens: int) -> Any:
         timeout = max(600.0, 3600.0 * max_tokens / 128_000)
@@ -318,23 +330,31 @@ class AnthropicModel(ProviderModel):
                 ) from None
             raise
 
-    async def _stream(self, payload: Any, on_event: EventHandler | None, output_tool: str | None) -> ModelResponse:
-        events = events_of(await self._channel.post_stream(_PATH, payload))
-        reader = StreamReader(on_event)
+    async def _stream(
+        self, request: ModelRequest, settings: ModelSettings, on_event: EventHandler | None
+    ) -> ModelResponse:
         try:
-            if not listening():
-                await events.feed(reader)  # the hot path: no iterator between the body and the reader; closes it
-            else:
-                try:
-                    async for event in self._tapped(aiter(events), _payload):
-                        reader.feed_all((event,))
-                finally:
-                    await events.close()
-        except ProviderError:
-            raise
-        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
-            self._fail(exc, 1)
-        return reader.result(output_tool)
+            payload, output_tool = self._built(request, settings, True)
+            events = events_of(await self._channel.post_stream(_PATH, payload))
+            reader = StreamReader(on_event)
+            try:
+                if not listening():
+                    await events.feed(reader)  # the hot path: no iterator between the body and the reader; closes it
+                else:
+                    try:
+                        async for event in self._tapped(aiter(events), _payload):
+                            reader.feed_all((event,))
+                    finally:
+                        await events.close()
+            except ProviderError:
+                raise
+            except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+                self._fail(exc, 1)
+            return reader.result(output_tool)
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
         return read_error(error)

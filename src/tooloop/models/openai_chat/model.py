@@ -345,13 +345,25 @@ class OpenAIChatModel(ProviderModel):
     def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> Awaitable[ModelResponse]:
-        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
-        # waiting conversation (and for the stream, no reference to the body kept here).
+        # Not a coroutine itself: what it returns is respond's, one level fewer in every waiting
+        # conversation; it does all the work, and raises what _raised says.
         if self._capture is not None:
-            return self._send_capturing(request, settings, stream and not self._plain_only, on_event)
+            return self._respond_capturing(request, settings, stream and not self._plain_only, on_event)
         if stream:
-            return self._stream(self._request.body(request, settings), on_event)
-        return self._plain(self._request.body(request, settings))
+            return self._stream(None, on_event, request=request, settings=settings)
+        return self._plain(request, settings)
+
+    _maps_errors = True
+
+    async def _respond_capturing(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    ) -> ModelResponse:
+        try:
+            return await self._send_capturing(request, settings, stream, on_event)
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     async def _send_capturing(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
@@ -406,47 +418,65 @@ class OpenAIChatModel(ProviderModel):
             self._received(data)
         return compacted(with_tokens(parse_completion(data, self.provider), data), previous, self._heads)
 
-    async def _plain(self, body: dict[str, Any]) -> ModelResponse:
-        self._sent(body)
-        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
-        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
-        # collector.
-        payload = self._channel.encode(body)
-        del body
-        data = await self._channel.post_json(self._path, payload)
-        self._received(data)
-        return parse_completion(data, self.provider)
+    async def _plain(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
+        try:
+            body = self._request.body(request, settings)
+            self._sent(body)
+            # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
+            # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
+            # collector.
+            payload = self._channel.encode(body)
+            del body
+            data = await self._channel.post_json(self._path, payload)
+            self._received(data)
+            return parse_completion(data, self.provider)
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     async def _stream(
         self,
-        body: dict[str, Any],
+        body: dict[str, Any] | None,
         on_event: EventHandler | None,
         reader_type: type[ChatStreamReader] = ChatStreamReader,
+        *,
+        request: ModelRequest | None = None,
+        settings: ModelSettings | None = None,
     ) -> ModelResponse:
-        body["stream"] = True
-        if self._stream_usage:
-            body["stream_options"] = {"include_usage": True}
-        self._sent(body)
-        payload = self._channel.encode(body)
-        del body  # as in _plain: nothing of the request is kept while the answer streams
-        chunks = await self._channel.post_stream(self._path, payload)
-        reader = reader_type(self.provider, on_event)
+        """The streamed answer to ``body``, else to the body of ``request`` with ``settings``."""
         try:
-            if not listening():
-                await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
-            else:
-                feed = reader.feed
-                async for chunk in self._tapped(aiter(chunks)):
-                    feed(chunk)
-        except ProviderError:
-            raise
-        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
-            await chunks.close()
-            self._fail(exc, 1)
-        except BaseException:
-            await chunks.close()
-            raise
-        return reader.result(done=chunks.done)
+            if body is None:
+                assert request is not None and settings is not None
+                body = self._request.body(request, settings)
+            body["stream"] = True
+            if self._stream_usage:
+                body["stream_options"] = {"include_usage": True}
+            self._sent(body)
+            payload = self._channel.encode(body)
+            del body  # as in _plain: nothing of the request is kept while the answer streams
+            chunks = await self._channel.post_stream(self._path, payload)
+            reader = reader_type(self.provider, on_event)
+            try:
+                if not listening():
+                    await chunks.read(reader.feed_all)  # the hot path: no iterator between the body and the reader
+                else:
+                    feed = reader.feed
+                    async for chunk in self._tapped(aiter(chunks)):
+                        feed(chunk)
+            except ProviderError:
+                raise
+            except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+                await chunks.close()
+                self._fail(exc, 1)
+            except BaseException:
+                await chunks.close()
+                raise
+            return reader.result(done=chunks.done)
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     def _read_error(self, error: StatusError | StreamError) -> ErrorBody:
         return read_error(error)

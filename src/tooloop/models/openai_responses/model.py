@@ -181,38 +181,45 @@ class OpenAIResponsesModel(ProviderModel):
         self._init_common(model_name, provider=provider, settings=settings, channel=channel, secret=secret)
         self._channel: ResponsesClient | SdkChannel = channel
 
+    _maps_errors = True
+
     async def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        body = self._request.params(request, settings)
-        if stream:
-            body["stream"] = True
-        self._sent(body)
-        # Encoded now (on the lean path), and the dicts let go while the answer is awaited.
-        payload = self._channel.encode(body)
-        del body
-        if not stream:
-            channel = self._channel
-            if isinstance(channel, ResponsesClient) and not listening():
-                return read(decode(await channel.post_bytes(PATH, payload)))
-            data = await channel.post_json(PATH, payload)
-            self._received(data)
-            return read(data)
-        events = await self._channel.post_stream(PATH, payload)
-        reader = ResponsesStreamReader(on_event)
         try:
-            if not listening():
-                await events.read(reader.feed_all)
-            else:
-                async for event in self._tapped(aiter(events)):
-                    reader.feed(event)
-        except ProviderError:
-            raise
-        except Exception as exc:  # the stream broke after the request succeeded: no retry was made
-            self._fail(exc, 1)
-        finally:
-            await events.close()
-        return reader.result()
+            body = self._request.params(request, settings)
+            if stream:
+                body["stream"] = True
+            self._sent(body)
+            # Encoded now (on the lean path), and the dicts let go while the answer is awaited.
+            payload = self._channel.encode(body)
+            del body
+            if not stream:
+                channel = self._channel
+                if isinstance(channel, ResponsesClient) and not listening():
+                    return read(decode(await channel.post_bytes(PATH, payload)))
+                data = await channel.post_json(PATH, payload)
+                self._received(data)
+                return read(data)
+            events = await self._channel.post_stream(PATH, payload)
+            reader = ResponsesStreamReader(on_event)
+            try:
+                if not listening():
+                    await events.read(reader.feed_all)
+                else:
+                    async for event in self._tapped(aiter(events)):
+                        reader.feed(event)
+            except ProviderError:
+                raise
+            except Exception as exc:  # the stream broke after the request succeeded: no retry was made
+                self._fail(exc, 1)
+            finally:
+                await events.close()
+            return reader.result()
+        except Exception as exc:
+            error = self._raised(exc)
+        error.__context__ = None
+        raise error
 
     @property
     def native_output(self) -> bool:
