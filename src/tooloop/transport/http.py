@@ -349,7 +349,8 @@ class _Feeder:
     __slots__ = ("answer", "parser")
 
     def __init__(self) -> None:
-        self.answer: _Answer | None = None
+        self.answer = _NO_ANSWER
+        """The answer being fed (a stand-in between feeds: no connection kept alive from here)."""
         self.parser: httptools.HttpResponseParser | None = None
 
     @property
@@ -375,30 +376,28 @@ class _Feeder:
         except httptools.HttpParserError as exc:
             raise TransportError(f"the server sent a malformed response: {exc}") from None
         finally:
-            self.answer = self.parser = None
+            self.answer, self.parser = _NO_ANSWER, None
 
     def on_message_begin(self) -> None:
         answer = self.answer
-        assert answer is not None
         if answer.status >= 200:  # bytes after the answer: nothing may follow on this connection
             raise _Extra
         answer.complete = False
 
     def on_headers_complete(self) -> None:
         answer, parser = self.answer, self.parser
-        assert answer is not None and parser is not None
+        assert parser is not None
         answer.status = parser.get_status_code()
         answer.keep = parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
-        answer = self.answer
-        assert answer is not None
-        answer.body.append(body)
+        self.answer.body.append(body)
 
     def on_message_complete(self) -> None:
-        answer = self.answer
-        assert answer is not None
-        answer.complete = True
+        self.answer.complete = True
+
+
+_NO_ANSWER = _Answer()
 
 
 def _final_head(data: bytes) -> bytes:
