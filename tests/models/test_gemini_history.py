@@ -32,6 +32,7 @@ from tooloop.messages import (
 )
 from tooloop.models import ModelRequest, ModelSettings
 from tooloop.models.base import RunMemo
+from tooloop.models.gemini.chunks import chunk_from
 from tooloop.models.gemini.request import GeminiRequest
 from tooloop.models.gemini.response import Reader
 
@@ -124,7 +125,7 @@ def _answer(*parts: dict[str, Any], finish: str = "STOP") -> dict[str, Any]:
 
 def _read(answer: dict[str, Any]) -> ModelResponse:
     reader = Reader("gemini-3-pro", None)
-    reader.add(answer)
+    reader.add(chunk_from(answer))
     return reader.finish(streamed=False)
 
 

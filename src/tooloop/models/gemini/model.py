@@ -45,6 +45,7 @@ from ..adapter import (
 from ..base import ModelRequest, ModelSettings
 from ..payloads import listening
 from .caching import ExplicitCache
+from .chunks import ChunkShapeError, chunk_from
 from .request import PROVIDER, GeminiRequest, generation
 from .response import Reader, google_body, read_error
 from .stream import GeminiClient, GeminiEvents
@@ -212,11 +213,14 @@ class GeminiModel(ProviderModel):
                         events.close()  # abandoned half way: the connection's state is unknown
                         raise
                     return reader.finish(streamed=True)
-                data = await channel.generate(payload)
-                if shown is not None:
+                if shown is None:
+                    chunk = await channel.generate(payload, True)
+                else:
+                    data = await channel.generate(payload, False)
                     self._received(data)
+                    chunk = chunk_from(data)
                 reader = Reader(self._name, on_event)
-                reader.add(data)
+                reader.add(chunk)
                 return reader.finish(streamed=False)
             except ProviderError:
                 raise
@@ -236,11 +240,13 @@ class GeminiModel(ProviderModel):
         try:
             add = reader.add
             async for chunk in self._tapped(aiter(events)):
-                add(chunk)
+                add(chunk_from(chunk))
         except BaseException:
             events.close()  # abandoned half way: the connection's state is unknown
             raise
         return reader.finish(streamed=True)
+
+    _unreadable = (ChunkShapeError,)
 
     def _cache_error(self, exc: Exception) -> ProviderError | None:
         return self._error(exc, 1)

@@ -1,6 +1,6 @@
 """Reading Gemini answers in the wire's JSON: a plain response or the chunks of a stream, into one result.
 
-A plain response is one chunk. Thought parts and signatures are kept as
+A plain response is one chunk; both are read as the records of :mod:`.chunks`. Thought parts and signatures are kept as
 ``ThinkingPart(provider="google")`` and under the ``"google"`` key of ``provider_data``; an error
 status or an error event is read by :func:`read_error`.
 """
@@ -19,6 +19,7 @@ from ...messages import EMPTY, FrozenDict, FrozenList, ModelResponse, StopReason
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
 from ..portable import encode_arguments
+from .chunks import Chunk, FunctionCall, Part, UsageMetadata
 from .request import PROVIDER
 
 __all__ = ["Reader", "google_body", "read_error"]
@@ -105,7 +106,7 @@ class Reader:
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.block: str | None = None
-        self.usage: dict[str, Any] | None = None
+        self.usage: UsageMetadata | None = None
         self.response_id: str | None = None
         self._span_thought = False
         self._span_parts: list[str] = []
@@ -132,15 +133,15 @@ class Reader:
         text = parts[0] if len(parts) == 1 else "".join(parts)
         self.on_event(ThinkingDelta(text) if self._span_thought else TextDelta(text))
 
-    def add(self, chunk: Any) -> None:
-        """Read one response (or one chunk of a stream) in the wire's JSON; its deltas go out at once."""
+    def add(self, chunk: Chunk) -> None:
+        """Read one response (or one chunk of a stream); its deltas go out at once."""
         try:
             self._chunk(chunk)
         finally:
             if self._span_parts:
                 self._flush()
 
-    def add_all(self, chunks: Iterable[Any]) -> None:
+    def add_all(self, chunks: Iterable[Chunk]) -> None:
         """Read the chunks of one network read, in order: consecutive pieces of the text (or of
         the thoughts) among them go to the listener as one delta."""
         try:
@@ -150,41 +151,38 @@ class Reader:
             if self._span_parts:
                 self._flush()
 
-    def _chunk(self, chunk: Any) -> None:
-        if not isinstance(chunk, dict):
-            raise ModelResponseError(
-                f"Gemini sent a response that is not a JSON object: {chunk!r:.200}", provider=PROVIDER
-            )
-        get = chunk.get
-        usage = get("usageMetadata")
+    def _chunk(self, chunk: Chunk) -> None:
+        usage = chunk.usageMetadata
         if usage is not None:
             self.usage = usage
-        version = get("modelVersion")
+        version = chunk.modelVersion
         if version:
             self.model = version
-        response_id = get("responseId")
-        if response_id and isinstance(response_id, str):
+        response_id = chunk.responseId
+        if response_id:
             self.response_id = response_id
-        feedback = get("promptFeedback")
-        if feedback:
-            self._feedback(feedback)
-        candidates = get("candidates")
+        feedback = chunk.promptFeedback
+        if feedback is not None and feedback.blockReason:
+            self.block = " ".join(filter(None, [feedback.blockReason, feedback.blockReasonMessage]))
+        candidates = chunk.candidates
         if not candidates:
             return
         candidate = candidates[0]
-        content = candidate.get("content")
-        parts = content.get("parts") if content else None
-        if parts:
-            self._parts(parts)
-        reason = candidate.get("finishReason")
+        content = candidate.content
+        if content is not None:
+            parts = content.parts
+            if parts:
+                self._parts(parts)
+        reason = candidate.finishReason
         if reason:
             self.finish_reason = reason
-            self.finish_message = candidate.get("finishMessage")
+            self.finish_message = candidate.finishMessage
 
-    def _parts(self, parts: list[Any]) -> None:
+    def _parts(self, parts: list[Part]) -> None:
         for part in parts:
-            if len(part) == 1 and "text" in part and not self.thought:  # most of a stream: a piece of text
-                text = part["text"]
+            # most of a stream: a piece of text, nothing else
+            if part.functionCall is None and part.thoughtSignature is None and not part.thought and not self.thought:
+                text = part.text
                 if text:
                     self.text.append(text)
                     if self.on_event is not None:
@@ -192,16 +190,12 @@ class Reader:
             else:
                 self._part(part)
 
-    def _feedback(self, feedback: dict[str, Any]) -> None:
-        if feedback.get("blockReason"):
-            self.block = " ".join(filter(None, [feedback["blockReason"], feedback.get("blockReasonMessage")]))
-
-    def _part(self, part: dict[str, Any]) -> None:
-        signature = part.get("thoughtSignature")
+    def _part(self, part: Part) -> None:
+        signature = part.thoughtSignature
         if signature and ("+" in signature or "/" in signature):  # stored as the SDK decodes it: URL-safe
             signature = signature.replace("+", "-").replace("/", "_")
-        text = part.get("text")
-        if part.get("thought"):
+        text = part.text
+        if part.thought:
             if text:
                 self.thought.append(text)
                 if self.on_event is not None:
@@ -211,7 +205,7 @@ class Reader:
             return
         if self.thought:
             self._close_thought(None)
-        call = part.get("functionCall")
+        call = part.functionCall
         if call is not None:
             self._call(call, signature or None)
             return
@@ -227,8 +221,8 @@ class Reader:
             self.thinking.append(ThinkingPart("".join(self.thought), signature=signature, provider=PROVIDER))
             self.thought = []
 
-    def _call(self, call: dict[str, Any], signature: str | None) -> None:
-        call_id = call.get("id")
+    def _call(self, call: FunctionCall, signature: str | None) -> None:
+        call_id = call.id
         if call_id:
             if self.native_ids is None:
                 self.native_ids = []
@@ -239,10 +233,10 @@ class Reader:
             if self.signatures is None:
                 self.signatures = {}
             self.signatures[call_id] = signature
-        arguments = call.get("args")
-        if type(arguments) is not dict:  # else the JSON's own dict, made for this call alone
-            arguments = dict(arguments) if arguments else {}
-        name = call.get("name") or ""
+        arguments = call.args  # the JSON's own dict, made for this call alone
+        if arguments is None:
+            arguments = {}
+        name = call.name or ""
         made = new_draft(_ToolCallDraft)  # ToolCall(call_id, name, arguments), see tooloop._frozen
         made.id = call_id
         made.name = name
@@ -254,7 +248,7 @@ class Reader:
             delta = new_draft(_ToolCallDeltaDraft)  # ToolCallDelta(index, call_id, name, arguments as JSON)
             delta.index = len(self.calls) - 1
             delta.tool_call_id = call_id
-            delta.name = call.get("name")
+            delta.name = call.name
             delta.arguments_delta = encode_arguments(arguments)
             delta.__class__ = ToolCallDelta
             self._emit(delta)
@@ -312,17 +306,16 @@ class Reader:
         return FrozenDict({PROVIDER: FrozenDict(data)}) if data else EMPTY
 
 
-def _usage(meta: Mapping[str, Any] | None, tool_calls: int) -> Usage:
+def _usage(meta: UsageMetadata | None, tool_calls: int) -> Usage:
     """``Usage(...)`` of the usage metadata, with every field given, filled through a draft (see tooloop._frozen)."""
     made = new_draft(_UsageDraft)
     if meta is None:
         made.input_tokens = made.output_tokens = made.cache_read_tokens = made.reasoning_tokens = 0
     else:
-        get = meta.get
-        thoughts = get("thoughtsTokenCount") or 0
-        made.input_tokens = (get("promptTokenCount") or 0) + (get("toolUsePromptTokenCount") or 0)
-        made.output_tokens = (get("candidatesTokenCount") or 0) + thoughts
-        made.cache_read_tokens = get("cachedContentTokenCount") or 0
+        thoughts = meta.thoughtsTokenCount or 0
+        made.input_tokens = (meta.promptTokenCount or 0) + (meta.toolUsePromptTokenCount or 0)
+        made.output_tokens = (meta.candidatesTokenCount or 0) + thoughts
+        made.cache_read_tokens = meta.cachedContentTokenCount or 0
         made.reasoning_tokens = thoughts
     made.requests = 0
     made.tool_calls = tool_calls

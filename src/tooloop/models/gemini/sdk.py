@@ -22,6 +22,7 @@ from google.genai import types as genai_types
 from ...transport.client import SdkFallback, StatusError, StreamError
 from ...transport.http import TransportError
 from ...transport.perloop import PerLoop
+from .chunks import Chunk, chunk_from
 
 __all__ = ["SdkChannel", "arguments", "client_factory", "close_client", "generate", "stream", "translate"]
 
@@ -122,10 +123,10 @@ class SdkEvents:
     def __init__(self, chunks: AsyncIterator[Any]) -> None:
         self._chunks = chunks
 
-    async def read(self, take: Callable[[list[Any]], None]) -> None:
-        """Call ``take`` with each chunk, in order, until the end of the stream."""
+    async def read(self, take: Callable[[list[Chunk]], None]) -> None:
+        """Call ``take`` with each chunk (as a record), in order, until the end of the stream."""
         async for chunk in self._chunks:
-            take([chunk])
+            take([chunk_from(chunk)])
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._chunks
@@ -163,9 +164,10 @@ class SdkChannel(SdkFallback):
         """What a payload listener sees of a request: the SDK call's arguments."""
         return {"model": self._model, **sent}
 
-    async def generate(self, sent: dict[str, Any]) -> Any:
-        """One plain request; the answer as wire JSON."""
-        return await generate(self.clients.get(), self._model, sent)
+    async def generate(self, sent: dict[str, Any], typed: bool) -> Any:
+        """One plain request; the answer as a chunk record when ``typed``, else as wire JSON."""
+        data = await generate(self.clients.get(), self._model, sent)
+        return chunk_from(data) if typed else data
 
     async def create_cache(self, resource: dict[str, Any]) -> Any:
         """``client.aio.caches.create``: the ``CachedContent`` made from ``resource`` as wire JSON."""

@@ -1,6 +1,7 @@
 """Reading a streamed Gemini answer: ``:streamGenerateContent?alt=sse`` events, one JSON chunk each.
 
-An ``{"error": {...}}`` event raises the transport's :class:`~tooloop.transport.client.StreamError`
+The events are decoded into the records of :mod:`.chunks` (or, for a payload listener, into
+JSON values). An ``{"error": {...}}`` event raises the transport's :class:`~tooloop.transport.client.StreamError`
 (its ``code`` as the status), read like an error status by :func:`.response.read_error`.
 """
 
@@ -13,32 +14,36 @@ from ...transport.client import Client, StreamError, loads
 from ...transport.http import Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder
+from .chunks import Chunk, decode, decode_each, read_one
 from .request import with_extra
 
 __all__ = ["GeminiClient", "GeminiEvents"]
 
 
 class GeminiEvents:
-    """The JSON chunks of one streamed answer.
+    """The chunks of one streamed answer.
 
-    Read them with :meth:`read` (the events of each network read handed over together, the cheaper way) or by
-    iterating. An error event raises :class:`~tooloop.transport.client.StreamError` (after the
-    events before it), a broken or stalled connection the transport's
-    :class:`~tooloop.transport.http.TransportError`. A stream read to its end gives its connection
-    back to the pool; :meth:`close` drops it otherwise.
+    Read them with :meth:`read` (the chunks of each network read handed over together, as the
+    records of :mod:`.chunks`: the cheaper way) or by iterating (the JSON values, as a payload
+    listener is shown them). An error event raises
+    :class:`~tooloop.transport.client.StreamError` (after the events before it), a broken or
+    stalled connection the transport's :class:`~tooloop.transport.http.TransportError`. A stream
+    read to its end gives its connection back to the pool; :meth:`close` drops it otherwise.
     """
+
+    __slots__ = ("_decoder", "_response")
 
     def __init__(self, response: Response) -> None:
         self._response = response
         self._decoder: SSEDecoder | None = None  # made for the first piece that is not whole events
 
-    async def read(self, take: Callable[[list[Any]], None]) -> None:
-        """Call ``take`` with the events of each network read, in order, until the end of the body
-        (the events before an error event first)."""
+    async def read(self, take: Callable[[list[Chunk]], None]) -> None:
+        """Call ``take`` with the chunks of each network read, in order, until the end of the body
+        (the chunks before an error event first)."""
         response = self._response
         try:
             while piece := await response.piece():
-                events, failure = self._decode(piece)
+                events, failure = self._decode(piece, True)
                 if events:
                     take(events)
                 if failure is not None:
@@ -49,7 +54,7 @@ class GeminiEvents:
     async def __aiter__(self) -> AsyncIterator[Any]:
         try:
             async for piece in self._response.iter_bytes():
-                events, failure = self._decode(piece)
+                events, failure = self._decode(piece, False)
                 for event in events:
                     yield event
                 if failure is not None:
@@ -57,32 +62,29 @@ class GeminiEvents:
         finally:
             self.close()
 
-    def _decode(self, piece: bytes) -> tuple[list[Any], Exception | None]:
-        """The events ``piece`` completes, and the failure that follows them (an error event, bad
-        JSON): all of them parsed in one call, a failure found again one by one."""
+    def _decode(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
+        """The events ``piece`` completes (chunk records when ``typed``, else JSON values), and the
+        failure that follows them (an error event, bad JSON): all of them parsed in one call, a
+        failure found again one by one."""
         decoder = self._decoder
         if decoder is None:  # every piece so far was whole events, read here
             if piece.startswith(b"data: ") and piece.endswith(b"\r\n\r\n"):
-                found = _whole_events(piece)
+                found = _whole_events(piece, typed)
                 if found is not None:
                     return found
             decoder = self._decoder = SSEDecoder()
         datas = decoder.data(piece)
         if len(datas) > 1:
-            joined = b",".join(datas)
-            try:
-                events = loads(b"[" + joined + b"]")
-            except ValueError:
-                events = None
+            events = _all_of(b"[" + b",".join(datas) + b"]", typed)
             if events is not None and len(events) == len(datas):  # else data that is not one value each
-                return _until_error(events)
+                return _until_error(events, typed)
         events = []
         for data in datas:
             try:
-                events.append(loads(data))
+                events.append(read_one(data) if typed else loads(data))
             except ValueError as exc:
                 return events, exc
-        return _until_error(events)
+        return _until_error(events, typed)
 
     def close(self) -> None:
         """Drop the connection unless the body was read to its end."""
@@ -92,7 +94,7 @@ class GeminiEvents:
 _NEXT_EVENT = b"\r\n\r\ndata: "
 
 
-def _whole_events(piece: bytes) -> tuple[list[Any], StreamError | None] | None:
+def _whole_events(piece: bytes, typed: bool) -> tuple[list[Any], StreamError | None] | None:
     """Gemini's usual piece, read without the decoder: whole one-line ``data:`` events, each ended
     by a CRLF blank line, parsed in one call; None for any other piece (the decoder's to read)."""
     joined = piece[6:-4]
@@ -103,25 +105,39 @@ def _whole_events(piece: bytes) -> tuple[list[Any], StreamError | None] | None:
     # every line end was one of the events' own: no other line, no data on several lines, no lone CR
     if b"\n" in joined or b"\r" in joined:
         return None
+    if count == 1:  # the one event parsed as it is: a second value in it makes bad JSON
+        try:
+            return _until_error([decode_each(joined) if typed else loads(joined)], typed)
+        except ValueError:
+            return None
+    events = _all_of(b"[" + joined + b"]", typed)
+    if events is None or len(events) != count:  # data that is not one value each
+        return None
+    return _until_error(events, typed)
+
+
+def _all_of(array: bytes, typed: bool) -> list[Any] | None:
+    """The events of a JSON array of them, None when it does not parse (one of them is to blame)."""
     try:
-        if count == 1:  # the one event parsed as it is: a second value in it makes bad JSON
-            events = [loads(joined)]
-        else:
-            events = loads(b"[" + joined + b"]")
+        events = decode(array) if typed else loads(array)
     except ValueError:
         return None
-    if len(events) != count:  # data that is not one value each
-        return None
-    return _until_error(events)
+    return events if type(events) is list else None
 
 
-def _until_error(events: list[Any]) -> tuple[list[Any], StreamError | None]:
+def _until_error(events: list[Any], typed: bool) -> tuple[list[Any], StreamError | None]:
     """The events before the first error event (``{"error": {...}}``), and that error."""
     for at, event in enumerate(events):
-        if type(event) is dict and "error" in event and isinstance(event["error"], dict):
-            code = event["error"].get("code")
+        if typed:
+            error = event.error
+        elif type(event) is dict:
+            error = event.get("error")
+        else:
+            continue
+        if type(error) is dict:
+            code = error.get("code")
             status = code if isinstance(code, int) and not isinstance(code, bool) else None
-            return events[:at], StreamError(event, status=status)
+            return events[:at], StreamError({"error": error} if typed else event, status=status)
     return events, None
 
 
@@ -164,10 +180,13 @@ class GeminiClient(Client):
         """What a payload listener sees of a request: its body."""
         return sent
 
-    async def generate(self, sent: bytes) -> Any:
-        """One plain request (its body as :meth:`encode` made it); the parsed JSON answer (``{}`` for an empty body)."""
+    async def generate(self, sent: bytes, typed: bool) -> Any:
+        """One plain request (its body as :meth:`encode` made it); the answer as a chunk record when
+        ``typed``, else as its JSON value (an empty body read as ``{}``)."""
         data = await self.post_bytes(self._plain, sent)  # one coroutine fewer waiting than post()
-        return loads(data) if data.strip() else {}
+        if not data.strip():
+            return Chunk() if typed else {}
+        return read_one(data) if typed else loads(data)
 
     async def create_cache(self, resource: dict[str, Any]) -> Any:
         """``POST cachedContents``: the ``CachedContent`` made from ``resource`` (its ``name`` to use)."""
