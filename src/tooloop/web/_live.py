@@ -41,6 +41,8 @@ class Watchers:
         time it changes, until the caller stops reading."""
         watch = self._watches.setdefault(session_id, _Watch())
         queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        if watch.version:  # already watched (another page, or the one this page replaces): the mark now
+            queue.put_nowait(watch.version)
         watch.listeners.add(queue)
         if watch.task is None:
             watch.task = asyncio.create_task(self._watch(session_id, watch))
