@@ -123,7 +123,8 @@ class Connection(_Answer, asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         """The event loop the connection belongs to."""
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
-        self._data: list[bytes] = []
+        self._data: list[bytes] | None = None
+        """What arrived and was not taken yet (None when nothing: a waiting connection keeps no list)."""
         self._buffered = 0
         self._eof = False
         self._lost = False
@@ -144,7 +145,10 @@ class Connection(_Answer, asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self._data.append(data)
+        if self._data is None:
+            self._data = [data]
+        else:
+            self._data.append(data)
         self._buffered += len(data)
         if self._buffered > _READ_LIMIT and not self._paused:
             self._paused = True
@@ -200,7 +204,7 @@ class Connection(_Answer, asyncio.Protocol):
         data = self._data
         if data:
             taken = data[0] if len(data) == 1 else b"".join(data)
-            data.clear()  # the same list again: no new one per read
+            self._data = None
             self._buffered = 0
             if self._paused:
                 self._paused = False
@@ -398,6 +402,8 @@ class _Feeder:
 
 
 _NO_ANSWER = _Answer()
+_NO_BODY: list[bytes] = []
+"""An idle connection's body (never fed: each answer starts with a new list, :meth:`_Answer.next_answer`)."""
 
 
 def _final_head(data: bytes) -> bytes:
@@ -575,6 +581,7 @@ class Response:
     def _done(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
+            conn.body = _NO_BODY  # the list is this response's: the connection keeps none while idle
             self._pool.release(conn, conn.keep)
 
 
