@@ -127,6 +127,12 @@ def _all_of(array: bytes, typed: bool) -> list[Any] | None:
 
 def _until_error(events: list[Any], typed: bool) -> tuple[list[Any], StreamError | None]:
     """The events before the first error event (``{"error": {...}}``), and that error."""
+    if typed:  # the usual case first: no chunk with an error
+        for event in events:
+            if event.error is not None:
+                break
+        else:
+            return events, None
     for at, event in enumerate(events):
         if typed:
             error = event.error
