@@ -120,13 +120,31 @@ EventHandler: TypeAlias = Callable[[ModelEvent], None]
 
 @dataclass(frozen=True, slots=True, init=False)
 class ModelRequestStarted:
-    """The loop sent request number ``iteration`` (1-based) to the model."""
+    """The loop sent request number ``iteration`` (1-based) to the model.
+
+    One frozen value per iteration number, shared by every run: a stream's consumer usually
+    holds the latest event while it waits for the model, and at a thousand concurrent streams
+    each of those would be an object of its own for the garbage collector to scan.
+    """
 
     iteration: int
     kind: ClassVar[Literal["model_request_started"]] = "model_request_started"
 
-    def __init__(self, iteration: int) -> None:
-        _set_started_iteration(self, iteration)
+    def __new__(cls, iteration: int) -> ModelRequestStarted:
+        # The whole construction (object.__init__ is all that follows): one Python call per event.
+        if cls is ModelRequestStarted and type(iteration) is int and 0 <= iteration < _SHARED_STARTS:
+            shared = _started.get(iteration)
+            if shared is None:
+                shared = object.__new__(cls)
+                _set_started_iteration(shared, iteration)  # filled before another thread can see it
+                shared = _started.setdefault(iteration, shared)
+            return shared
+        made = object.__new__(cls)
+        _set_started_iteration(made, iteration)
+        return made
+
+    def __reduce__(self) -> tuple[type[ModelRequestStarted], tuple[int]]:
+        return ModelRequestStarted, (self.iteration,)  # copied and unpickled through the constructor
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -274,6 +292,8 @@ class SubagentEvent:
 
 
 _set_started_iteration = _setter(ModelRequestStarted, "iteration")
+_SHARED_STARTS = 256
+_started: dict[int, ModelRequestStarted] = {}
 _set_finished_iteration = _setter(ModelRequestFinished, "iteration")
 _set_response = _setter(ModelRequestFinished, "response")
 _set_usage = _setter(ModelRequestFinished, "usage")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
+import pickle
 import threading
 
 import pytest
@@ -272,3 +275,16 @@ def _said(event: object) -> object:
     if isinstance(event, ToolCallFinished):
         return (event.message.tool_call_id, event.message.result)
     return None
+
+
+async def test_model_request_started_is_one_shared_value_per_iteration_that_copies_never_change() -> None:
+    first = [e for e in [e async for e in _agent().stream("go")] if isinstance(e, ModelRequestStarted)]
+    second = [e for e in [e async for e in _agent().stream("go")] if isinstance(e, ModelRequestStarted)]
+    assert [e.iteration for e in first] == [1, 2]
+    assert all(a is b for a, b in zip(first, second, strict=True))  # a waiting consumer keeps no object of its own
+
+    copied, pickled = copy.deepcopy(first[0]), pickle.loads(pickle.dumps(first[1]))
+    replaced = dataclasses.replace(first[0], iteration=9)
+    assert (copied, pickled, replaced) == (ModelRequestStarted(1), ModelRequestStarted(2), ModelRequestStarted(9))
+    assert [e.iteration for e in first] == [1, 2]  # the shared ones are untouched
+    assert ModelRequestStarted(10**6) == ModelRequestStarted(10**6)
