@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import itertools
 import pickle
 import threading
 
@@ -288,3 +289,79 @@ async def test_model_request_started_is_one_shared_value_per_iteration_that_copi
     assert (copied, pickled, replaced) == (ModelRequestStarted(1), ModelRequestStarted(2), ModelRequestStarted(9))
     assert [e.iteration for e in first] == [1, 2]  # the shared ones are untouched
     assert ModelRequestStarted(10**6) == ModelRequestStarted(10**6)
+
+
+async def test_a_wait_cancelled_at_any_moment_loses_no_event_and_repeats_none() -> None:
+    eager = [event async for event in _agent().stream("go")]
+    stream = _agent().stream("go")
+    taken: list[object] = []
+    cancelled = 0
+    for turn in itertools.count():
+        # cancelled before it waits, while it waits, or after an event woke it but before it ran
+        waiting = asyncio.ensure_future(stream.__anext__())
+        for _ in range(turn % 4):
+            await asyncio.sleep(0)
+        waiting.cancel()
+        try:
+            taken.append(await waiting)
+        except asyncio.CancelledError:
+            cancelled += 1
+        except StopAsyncIteration:
+            break
+    assert cancelled > 0
+    assert [type(e) for e in taken] == [type(e) for e in eager]
+    assert [_said(e) for e in taken] == [_said(e) for e in eager]
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+
+
+async def test_a_second_task_waiting_for_the_same_stream_is_refused_and_the_first_still_gets_its_event() -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def gate() -> str:
+        await release.wait()
+        return "open"
+
+    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("g", "gate", {})]), "done"])
+    async with Agent(model, tools=[gate]).stream("go") as stream:
+        async for event in stream:
+            if isinstance(event, ToolCallStarted):
+                break
+        first = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.01)  # the first waits: the run waits for the gate
+        with pytest.raises(RuntimeError, match="already waiting"):
+            await stream.__anext__()
+        release.set()
+        assert isinstance(await asyncio.wait_for(first, 5), ToolCallFinished)
+        rest = [event async for event in stream]
+    assert isinstance(rest[-1], RunFinished) and rest[-1].result.text == "done"
+
+
+@pytest.mark.parametrize("turns", range(6))
+async def test_a_wait_cancelled_just_as_its_event_arrives_keeps_the_event(turns: int) -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def gate() -> str:
+        await release.wait()
+        return "open"
+
+    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("g", "gate", {})]), "done"])
+    async with Agent(model, tools=[gate]).stream("go") as stream:
+        async for event in stream:
+            if isinstance(event, ToolCallStarted):
+                break
+        waiting = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.01)  # it waits for the gate
+        release.set()
+        for _ in range(turns):  # the call's events arrive, and wake the waiting task, at one of these
+            await asyncio.sleep(0)
+        waiting.cancel()
+        try:
+            got = [await waiting]
+        except asyncio.CancelledError:
+            got = []
+        got += [event async for event in stream]
+    assert [type(e) for e in got if isinstance(e, ToolCallFinished | RunFinished)] == [ToolCallFinished, RunFinished]
+    assert isinstance(got[-1], RunFinished) and got[-1].result.text == "done"

@@ -25,7 +25,7 @@ class EventChannel(list[Event]):
     How the run ended (:attr:`ended`, :attr:`error`) is kept beside the events.
     """
 
-    __slots__ = ("ended", "error", "result", "waiter")
+    __slots__ = ("ended", "error", "parked", "result", "waiter")
 
     def __init__(self) -> None:  # list.__new__ made the empty list: no list.__init__ call to make
         self.waiter: asyncio.Future[None] | None = None
@@ -34,6 +34,8 @@ class EventChannel(list[Event]):
         self.ended = False
         self.error: BaseException | None = None
         """What the run raised, handed to the consumer once."""
+        self.parked = False
+        """True while a consumer waits (from its wait until it goes on, woken or cancelled)."""
 
     def put(self, event: Event) -> None:
         """Hand over ``event``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from types import TracebackType
 from typing import Any, NoReturn
 
@@ -15,6 +15,9 @@ from .result import RunResult
 from .run import Run
 
 __all__ = ["Conversation", "EventStream"]
+
+_NOTHING: Iterator[Event] = iter(())
+"""An exhausted iterator: no event to hand out until the consumer waited for some."""
 
 
 class Steering:
@@ -137,13 +140,13 @@ class EventStream(Steering, AsyncIterator[Event]):
 
     def __init__(self, run: Run):
         self._run = run
-        channel = self._channel = EventChannel()
-        self._pending = iter(channel)
-        """The events not handed out yet: an iterator over the channel, which the run appends to;
-        once it is exhausted the channel is emptied and a new one made (a step of an iterator per
-        event: an index costs several bytecodes more)."""
+        self._channel = EventChannel()
+        self._pending: Iterator[Event] = _NOTHING
+        """The events not handed out yet: an iterator over the channel, which the run appends to
+        while the consumer waits; made when the wait ends, and the channel is emptied before the
+        next one (a step of an iterator per event: an index costs several bytecodes more)."""
         self._task: asyncio.Task[None] | None = None
-        run.send_events_to(channel)
+        run.send_events_to(self._channel)
 
     def __aiter__(self) -> EventStream:
         return self
@@ -168,13 +171,18 @@ class EventStream(Steering, AsyncIterator[Event]):
             task = self._task
             if task is None:
                 task = self._task = asyncio.get_running_loop().create_task(_drive(self._run, channel))
+            elif channel.parked:
+                raise RuntimeError("another task is already waiting for this stream's next event")
             channel.clear()
-            pending = self._pending = iter(channel)
+            self._pending = _NOTHING  # the exhausted iterator goes: a waiting stream keeps none
+            channel.parked = True
             waiter = channel.waiter = asyncio.Future(loop=task.get_loop())  # create_future, one call less
             try:
                 await waiter
             finally:
                 channel.waiter = None
+                channel.parked = False
+                pending = self._pending = iter(channel)
             for event in pending:
                 return event
         error, channel.error = channel.error, None
