@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
-__all__ = ["SSEDecoder", "sse_events"]
+__all__ = ["SSEDecoder", "data_array", "sse_events"]
 
 _CR, _LF = 0x0D, 0x0A  # "byte in bytes" with an int is a memchr; with bytes it first fails as an int
 _NAMED = re.compile(rb"event: ([^\n]*)\ndata: ([^\n]*)\n\n")
@@ -73,6 +73,12 @@ class SSEDecoder:
         if _LF in joined:  # a line that is not a data line, or data on several lines
             return None
         return joined, len(datas)
+
+    def array(self, piece: bytes, last: bytes) -> tuple[bytes, int, bool] | None:
+        """:func:`data_array` for this decoder's next piece (None while it holds part of an event)."""
+        if self._buffer or self._cr:
+            return None
+        return data_array(piece, last)
 
     def named(self, piece: bytes) -> list[tuple[bytes, bytes]] | None:
         """The usual piece of a stream of named events, complete ``event:`` + one-line ``data:``
@@ -141,6 +147,31 @@ def _event(block: bytes, out: list[tuple[str | None, bytes]]) -> None:
             name = value.decode()
     if data:
         out.append((name, b"\n".join(data)))
+
+
+def data_array(piece: bytes, last: bytes) -> tuple[bytes, int, bool] | None:
+    """The usual piece of a stream of JSON events, complete one-line ``data:`` events and nothing
+    else, as one JSON array of their data, their number and whether the last event's data was
+    ``last`` (a closing line such as ``[DONE]``: it is left out); None for any other piece, which
+    is left for :meth:`SSEDecoder.data` (or :meth:`SSEDecoder.feed`) to read.
+
+    For the first piece of a body, or any piece after one this took: a reader that takes its usual
+    pieces this way makes an :class:`SSEDecoder` only for a piece that is not one.
+    """
+    if not piece.startswith(b"data: ") or not piece.endswith(b"\n\n") or _CR in piece:
+        return None
+    datas = piece[6:-2].split(b"\n\ndata: ")
+    ended = datas[-1] == last
+    if ended:
+        datas.pop()
+        if not datas:
+            return b"[]", 0, True
+    datas[0] = b"[" + datas[0]  # the brackets on the first and last data, not on a copy of the whole
+    datas[-1] += b"]"
+    array = b",".join(datas)
+    if _LF in array:  # a line that is not a data line, or data on several lines
+        return None
+    return array, len(datas), ended
 
 
 async def sse_events(pieces: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, bytes]]:

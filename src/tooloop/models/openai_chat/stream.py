@@ -19,7 +19,7 @@ from ...events import EventHandler, ModelEvent, TextDelta, ThinkingDelta, ToolCa
 from ...messages import ModelResponse
 from ...transport.client import Client, StreamError, dumps, fast_loads, loads
 from ...transport.http import Response, TransportError
-from ...transport.sse import SSEDecoder
+from ...transport.sse import SSEDecoder, data_array
 from .chunks import (
     NO_USAGE,
     UNSET,
@@ -441,7 +441,7 @@ class SSEChunks:
     def __init__(self, response: Response) -> None:
         self.done = False
         self._response = response
-        self._decoder = SSEDecoder()
+        self._decoder: SSEDecoder | None = None  # made for the first piece that is not the usual one
         self._unread = response.plain_length  # bytes of the body still to come, when known
         self._failure: Exception | None = None
 
@@ -491,33 +491,31 @@ class SSEChunks:
     def _decode(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
         """The events ``piece`` completes, and the failure that follows them (an error event, bad JSON)."""
         self._unread -= len(piece)
-        usual = self._decoder.joined(piece, b",")
+        decoder = self._decoder
+        usual = data_array(piece, _DONE) if decoder is None else decoder.array(piece, _DONE)
         if usual is None:
             return self._general(piece, typed)
-        joined, count = usual
-        if joined.endswith(_DONE):  # where it belongs: the last event of the body
-            if joined == _DONE:
-                self.done = True
-                return [], None
-            if joined.endswith(_LAST_DONE):
-                self.done = True
-                joined = joined[: -len(_LAST_DONE)]
-                count -= 1
+        array, count, self.done = usual  # [DONE] where it belongs: the last event of the body
+        if not count:
+            return [], None
         try:  # all of them in one call; a failure is found again one by one
-            if count == 1:
-                events = [decode_each(joined) if typed else fast_loads(joined)]
-            else:
-                array = b"[" + joined + b"]"
-                events = decode(array) if typed else fast_loads(array)
+            events = decode(array) if typed else fast_loads(array)
         except ValueError:
             return self._general(piece, typed)
         if len(events) != count:  # data that is not one JSON value each (a comma in one)
             return self._general(piece, typed)
+        if typed:
+            for event in events:
+                if event.error is not None:
+                    return _until_error(events, typed)
+            return events, None
         return _until_error(events, typed)
 
     def _general(self, piece: bytes, typed: bool) -> tuple[list[Any], Exception | None]:
         """:meth:`_decode` for any piece: its events up to ``[DONE]`` or the first failure."""
         self.done = False
+        if self._decoder is None:
+            self._decoder = SSEDecoder()
         return self._one_by_one(self._decoder.data(piece), typed)
 
     def _one_by_one(self, datas: list[bytes], typed: bool) -> tuple[list[Any], Exception | None]:
@@ -554,7 +552,6 @@ class SSEChunks:
 
 
 _DONE = b"[DONE]"
-_LAST_DONE = b"," + _DONE
 
 
 def _one(data: bytes, typed: bool) -> Any:
