@@ -109,6 +109,7 @@ class ChatStreamReader:
         "_by_index",
         "_calls",
         "_finish_reason",
+        "_from",
         "_held",
         "_id",
         "_model",
@@ -117,7 +118,6 @@ class ChatStreamReader:
         "_rare",
         "_span",
         "_span_name",
-        "_span_parts",
         "_stop_sequence",
         "_text",
         "_usage",
@@ -132,9 +132,10 @@ class ChatStreamReader:
         self._by_index: dict[int, _Call] = {}
         self._held = ""  # a high surrogate waiting for its pair before it is emitted
         # The delta being gathered: text (_TEXT) or one call's fragments, sent as one event when
-        # something else arrives or the piece ends.
+        # something else arrives or the piece ends. Its pieces are those of the text (or of the
+        # call's arguments) from _from on: kept once, not in a list of their own.
         self._span: _Call | object | None = None
-        self._span_parts: list[str] = []
+        self._from = 0
         self._span_name: str | None = None
         self._finish_reason: str | None = None
         self._usage: ChunkUsage | None = None
@@ -168,13 +169,17 @@ class ChatStreamReader:
             raise failure.error from None
 
     def _walk(self, chunks: Iterable[Chunk]) -> None:
+        # The usual chunk (text, or more arguments for a known call) is read here without a call
+        # of its own: this loop runs for every chunk of every streamed answer.
+        text = self._text
+        by_index = self._by_index
+        listening = self._on_event is not None
+        unnamed = self._id is None or not self._model
         chunk = None
         try:
             for chunk in chunks:
-                if self._id is None:  # the first chunk's (Azure's first names no model: read on until one does)
-                    self._first(chunk)
-                elif not self._model:
-                    self._model = chunk.model
+                if unnamed:
+                    unnamed = self._first(chunk)
                 usage = chunk.usage
                 if usage is not None and usage != NO_USAGE:
                     self._usage = usage
@@ -184,62 +189,61 @@ class ChatStreamReader:
                         raise self._not_a_chunk()  # neither a chunk nor the usage after the last
                     continue
                 choice = choices[0]
-                if choice.delta is not None:
-                    self._delta(choice.delta)
+                delta = choice.delta
+                if delta is not None:
+                    content = delta.content
+                    if content:
+                        if type(content) is str:
+                            text.append(content)
+                            if listening and self._span is not _TEXT:
+                                self._open(_TEXT, len(text) - 1)
+                        else:
+                            self._add_parts(content)  # type: ignore[arg-type]  # the other kind: a list of chunks
+                    fragments = delta.tool_calls
+                    if fragments:
+                        for fragment in fragments:
+                            function = fragment.function
+                            call = by_index.get(fragment.index)  # type: ignore[arg-type]  # None finds nothing
+                            if (
+                                call is None
+                                or fragment.id is not None
+                                or function is None
+                                or function.name is not None
+                                or type(arguments := function.arguments) is not str
+                            ):
+                                self._add_call_fragment(fragment)
+                            elif arguments:  # the usual fragment: more arguments text for a known call
+                                args = call.args
+                                args.append(arguments)
+                                if listening and self._span is not call:
+                                    self._open(call, len(args) - 1)
+                    if (
+                        delta.refusal is not None
+                        or delta.reasoning_content is not None
+                        or delta.reasoning is not None
+                        or delta.function_call is not None
+                        or delta.reasoning_details is not None
+                    ):
+                        self._add_rare(delta)
                 if choice.finish_reason:
                     self._finish_reason = choice.finish_reason
                     self._stop_sequence = choice.stop_reason
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise self._unreadable(chunk) from exc
 
-    def _first(self, chunk: Chunk) -> None:
-        """The answer's id and model, from the first chunk that names them."""
-        self._id = chunk.id or None
+    def _first(self, chunk: Chunk) -> bool:
+        """The answer's id and model, from the first chunks that name them (Azure's first names no
+        model); whether one of them is still unknown."""
+        if self._id is None:
+            self._id = chunk.id or None
         if not self._model:
             self._model = chunk.model
-
-    def _delta(self, delta: ChunkDelta) -> None:
-        content = delta.content
-        if content:
-            if type(content) is str:
-                self._add_text(content)
-            else:
-                self._add_parts(content)  # type: ignore[arg-type]  # the other kind: a list of chunks
-        if delta.tool_calls:
-            for fragment in delta.tool_calls:
-                if not self._continued(fragment):
-                    self._add_call_fragment(fragment)
-        if (
-            delta.refusal is not None
-            or delta.reasoning_content is not None
-            or delta.reasoning is not None
-            or delta.function_call is not None
-            or delta.reasoning_details is not None
-        ):
-            self._add_rare(delta)
+        return self._id is None or not self._model
 
     def _not_a_chunk(self) -> ModelResponseError:
         return ModelResponseError(
             f"{self._provider} streamed an object that is not a chunk (no choices)", provider=self._provider
         )
-
-    def _continued(self, fragment: ChunkToolCall) -> bool:
-        """Take the usual fragment, more arguments text for a known call by its index; False for any other."""
-        function = fragment.function
-        if fragment.id is not None or function is None or function.name is not None:
-            return False
-        arguments = function.arguments
-        call = self._by_index.get(fragment.index)  # type: ignore[arg-type]  # None finds nothing
-        if call is None or type(arguments) is not str:
-            return False
-        if arguments:
-            call.args.append(arguments)
-            if self._on_event is not None:
-                if self._span is not call:
-                    self._flush()
-                    self._span = call
-                self._span_parts.append(arguments)
-        return True
 
     def _unreadable(self, chunk: Any) -> ModelResponseError:
         return ModelResponseError(
@@ -298,13 +302,17 @@ class ChatStreamReader:
         return self._rare
 
     def _add_text(self, content: str) -> None:
-        self._text.append(content)
-        if self._on_event is None:
-            return
-        if self._span is not _TEXT:
+        text = self._text
+        text.append(content)
+        if self._on_event is not None and self._span is not _TEXT:
+            self._open(_TEXT, len(text) - 1)
+
+    def _open(self, span: _Call | object, start: int) -> None:
+        """Start gathering a delta: the text's pieces, or a call's arguments, from ``start`` on."""
+        if self._span is not None:
             self._flush()
-            self._span = _TEXT
-        self._span_parts.append(content)
+        self._span = span
+        self._from = start
 
     def _flush(self) -> None:
         """Send the delta being gathered, if any."""
@@ -312,17 +320,15 @@ class ChatStreamReader:
         if span is None:
             return
         self._span = None
-        parts = self._span_parts
-        self._span_parts = []
         if span is _TEXT:
-            self._send_text(parts)
+            self._send_text(self._text[self._from :])
             return
         assert isinstance(span, _Call)
         event = new_draft(_ToolCallDeltaDraft)  # ToolCallDelta(...), filled through a draft (tooloop._frozen)
         event.index = span.position
         event.tool_call_id = span.id
         event.name = self._span_name
-        event.arguments_delta = "".join(parts)
+        event.arguments_delta = "".join(span.args[self._from :])
         event.__class__ = ToolCallDelta
         self._span_name = None
         self._emit(event)
@@ -353,18 +359,17 @@ class ChatStreamReader:
         if name and not call.name:
             call.name = new_name = name
         if arguments is not None and not isinstance(arguments, str):
+            if self._span is call:  # what was sent of its arguments is replaced, not continued
+                self._flush()
             arguments = json.dumps(arguments, ensure_ascii=False)
             call.args = [arguments]
         elif arguments:
             call.args.append(arguments)
         if self._on_event is not None and (new_id or new_name or arguments):
             if self._span is not call:
-                self._flush()
-                self._span = call
+                self._open(call, len(call.args) - 1 if arguments else len(call.args))
             if new_name:
                 self._span_name = new_name
-            if arguments:
-                self._span_parts.append(arguments)
 
     def _emit(self, event: ModelEvent) -> None:
         assert self._on_event is not None
@@ -407,10 +412,11 @@ class ChatStreamReader:
         if self._held and self._on_event is not None:
             self._on_event(TextDelta(self._held))
         rare = self._rare or _NONE
+        calls = self._calls
         return build_response(
             text="".join(self._text),
             refusal="".join(rare.refusal),
-            calls=[(c.id, c.name, "".join(c.args)) for c in self._calls],
+            calls=[(c.id, c.name, "".join(c.args)) for c in calls] if calls else [],
             finish_reason=self._finish_reason,
             usage=chunk_usage(self._usage),
             model=self._model,
