@@ -172,21 +172,16 @@ class ChatStreamReader:
         # The usual chunk (text, or more arguments for a known call) is read here without a call
         # of its own: this loop runs for every chunk of every streamed answer.
         text = self._text
-        by_index = self._by_index
-        listening = self._on_event is not None
         unnamed = self._id is None or not self._model
         chunk = None
         try:
             for chunk in chunks:
-                if unnamed:
-                    unnamed = self._first(chunk)
                 usage = chunk.usage
-                if usage is not None and usage != NO_USAGE:
-                    self._usage = usage
+                if unnamed or usage is not None:
+                    unnamed = self._envelope(chunk, usage)
                 choices = chunk.choices
                 if not choices:
-                    if choices is UNSET and (usage is None or usage == NO_USAGE):
-                        raise self._not_a_chunk()  # neither a chunk nor the usage after the last
+                    self._no_choices(choices, usage)
                     continue
                 choice = choices[0]
                 delta = choice.delta
@@ -195,28 +190,12 @@ class ChatStreamReader:
                     if content:
                         if type(content) is str:
                             text.append(content)
-                            if listening and self._span is not _TEXT:
+                            if self._span is not _TEXT:
                                 self._open(_TEXT, len(text) - 1)
                         else:
                             self._add_parts(content)  # type: ignore[arg-type]  # the other kind: a list of chunks
-                    fragments = delta.tool_calls
-                    if fragments:
-                        for fragment in fragments:
-                            function = fragment.function
-                            call = by_index.get(fragment.index)  # type: ignore[arg-type]  # None finds nothing
-                            if (
-                                call is None
-                                or fragment.id is not None
-                                or function is None
-                                or function.name is not None
-                                or type(arguments := function.arguments) is not str
-                            ):
-                                self._add_call_fragment(fragment)
-                            elif arguments:  # the usual fragment: more arguments text for a known call
-                                args = call.args
-                                args.append(arguments)
-                                if listening and self._span is not call:
-                                    self._open(call, len(args) - 1)
+                    if delta.tool_calls:
+                        self._fragments(delta.tool_calls)
                     if (
                         delta.refusal is not None
                         or delta.reasoning_content is not None
@@ -231,19 +210,43 @@ class ChatStreamReader:
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise self._unreadable(chunk) from exc
 
-    def _first(self, chunk: Chunk) -> bool:
+    def _fragments(self, fragments: list[ChunkToolCall]) -> None:
+        """A delta's tool-call fragments; the usual one, more arguments for a known call, read here."""
+        by_index = self._by_index
+        for fragment in fragments:
+            function = fragment.function
+            call = by_index.get(fragment.index)  # type: ignore[arg-type]  # None finds nothing
+            if (
+                call is None
+                or fragment.id is not None
+                or function is None
+                or function.name is not None
+                or type(arguments := function.arguments) is not str
+            ):
+                self._add_call_fragment(fragment, call)
+            elif arguments:
+                args = call.args
+                args.append(arguments)
+                if self._span is not call:
+                    self._open(call, len(args) - 1)
+
+    def _envelope(self, chunk: Chunk, usage: ChunkUsage | None) -> bool:
         """The answer's id and model, from the first chunks that name them (Azure's first names no
-        model); whether one of them is still unknown."""
+        model), and its usage; whether the id or the model is still unknown."""
+        if usage is not None and usage != NO_USAGE:
+            self._usage = usage
         if self._id is None:
             self._id = chunk.id or None
         if not self._model:
             self._model = chunk.model
         return self._id is None or not self._model
 
-    def _not_a_chunk(self) -> ModelResponseError:
-        return ModelResponseError(
-            f"{self._provider} streamed an object that is not a chunk (no choices)", provider=self._provider
-        )
+    def _no_choices(self, choices: Any, usage: ChunkUsage | None) -> None:
+        """A chunk without choices: the usage after the last one, else an error."""
+        if choices is UNSET and (usage is None or usage == NO_USAGE):
+            raise ModelResponseError(
+                f"{self._provider} streamed an object that is not a chunk (no choices)", provider=self._provider
+            )
 
     def _unreadable(self, chunk: Any) -> ModelResponseError:
         return ModelResponseError(
@@ -281,7 +284,7 @@ class ChatStreamReader:
             self._rare_parts().legacy = True
         elif self._rare is None or not self._rare.legacy or not function.arguments:
             return
-        self._add_call_fragment(ChunkToolCall(index=_LEGACY, function=function))
+        self._add_call_fragment(ChunkToolCall(index=_LEGACY, function=function), self._by_index.get(_LEGACY))
 
     def _add_parts(self, parts: list[ContentPart]) -> None:
         """A content list: thinking chunks are reasoning, text chunks are answer text."""
@@ -304,11 +307,14 @@ class ChatStreamReader:
     def _add_text(self, content: str) -> None:
         text = self._text
         text.append(content)
-        if self._on_event is not None and self._span is not _TEXT:
+        if self._span is not _TEXT:
             self._open(_TEXT, len(text) - 1)
 
     def _open(self, span: _Call | object, start: int) -> None:
-        """Start gathering a delta: the text's pieces, or a call's arguments, from ``start`` on."""
+        """Start gathering a delta: the text's pieces, or a call's arguments, from ``start`` on
+        (nothing when no one listens)."""
+        if self._on_event is None:
+            return
         if self._span is not None:
             self._flush()
         self._span = span
@@ -345,14 +351,19 @@ class ChatStreamReader:
         if text:
             self._emit(TextDelta(intact(text) if halves else text))
 
-    def _add_call_fragment(self, fragment: ChunkToolCall) -> None:
+    def _add_call_fragment(self, fragment: ChunkToolCall, known: _Call | None) -> None:
+        """Any fragment but more arguments for a known call; ``known`` is the call its index names so far."""
         call_id = fragment.id or None
         function = fragment.function
         name, arguments = (function.name or None, function.arguments) if function is not None else (None, None)
         index = fragment.index
-        call = self._by_index.get(index) if index is not None and call_id is None else None
-        if call is None:  # a fragment that may open a call (the common one continues its call's arguments)
-            call = self._target(index, call_id, name)
+        if index is None:
+            call = self._unindexed(call_id, name)
+        elif known is None or (call_id and name and known.id and call_id != known.id and known.complete()):
+            call = self._new_call()  # the index names a new call (or one whose index is reused)
+            self._by_index[index] = call
+        else:
+            call = known
         new_id = new_name = None
         if call_id and call.id is None:
             call.id = new_id = call_id
@@ -378,13 +389,8 @@ class ChatStreamReader:
         except Exception as exc:
             raise _ListenerError(exc) from exc
 
-    def _target(self, index: int | None, call_id: str | None, name: str | None) -> _Call:
-        if index is not None:
-            call = self._by_index.get(index)
-            if call is None or (call_id and name and call.id and call_id != call.id and call.complete()):
-                call = self._new_call()
-                self._by_index[index] = call
-            return call
+    def _unindexed(self, call_id: str | None, name: str | None) -> _Call:
+        """The call a fragment without an index belongs to."""
         if call_id:  # fragments without an index are rare: the calls are looked through, no dict kept
             for known in self._calls:
                 if known.id == call_id:
