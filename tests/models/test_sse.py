@@ -13,7 +13,7 @@ import pytest
 from tooloop.models.openai_chat.chunks import ChunkShapeError, ChunkUsage
 from tooloop.models.openai_chat.stream import SSEChunks
 from tooloop.transport.client import StreamError
-from tooloop.transport.sse import SSEDecoder, sse_events
+from tooloop.transport.sse import SSEDecoder, data_array, sse_events
 
 BODIES = {
     "openai": (
@@ -107,6 +107,27 @@ def test_joined_takes_only_complete_one_line_data_events() -> None:
         b'data: {"a":1}\r\n\r\n',  # CRLF line ends
     ):
         assert SSEDecoder().joined(other, b",") is None, other
+
+
+def test_data_array_is_the_usual_piece_as_one_json_array_without_its_closing_line() -> None:
+    assert data_array(b'data: {"a":1}\n\ndata: [2]\n\ndata: [DONE]\n\n', b"[DONE]") == (b'[{"a":1},[2]]', 2, True)
+    assert data_array(b'data: {"a":1}\n\n', b"[DONE]") == (b'[{"a":1}]', 1, False)
+    assert data_array(b"data: [DONE]\n\n", b"[DONE]") == (b"[]", 0, True)
+    assert data_array(b"data: [DONE]\n\ndata: 1\n\n", b"[DONE]") == (b"[[DONE],1]", 2, False)  # not last: data
+    assert SSEDecoder().array(b"data: 1\n\n", b"[DONE]") == (b"[1]", 1, False)
+    held = SSEDecoder()
+    assert held.data(b"data: 1\n\ndata: 2") == [b"1"]
+    assert held.array(b"\n\n", b"[DONE]") is None  # the decoder holds part of an event: left to data
+    for other in (
+        b'data: {"a":1}\n\ndata: {"b"',  # an event still arriving
+        b'data: {"a":\ndata: 1}\n\n',  # data on two lines
+        b'data: {"a":1}\nid: 7\n\n',  # another field
+        b": ping\n\ndata: {}\n\n",  # a comment first
+        b'data: {"a":1}\n\n: ping\n\ndata: {}\n\n',  # a comment between
+        b'event: x\ndata: {"a":1}\n\n',  # a named event
+        b'data: {"a":1}\r\n\r\n',  # CRLF line ends
+    ):
+        assert data_array(other, b"[DONE]") is None, other
 
 
 NAMED_BODY = b'event: message_start\ndata: {"x":1}\n\nevent: ping\ndata: {}\n\nevent: e\ndata: \n\n'
