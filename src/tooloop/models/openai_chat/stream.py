@@ -8,7 +8,7 @@ assembles text, thinking and tool calls from them, with the leniencies :mod:`.re
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -597,9 +597,14 @@ def _cut(events: list[Any], errors: list[Any]) -> tuple[list[Any], Exception | N
 class ChatClient(Client):
     """The lean transport's client, with the Chat Completions stream as :meth:`post_stream` hands it out."""
 
-    async def post_stream(self, path: str, body: Any) -> SSEChunks:
-        """Send an encoded body asking for a stream; its chunks."""
-        return SSEChunks(await self._send(path, body if isinstance(body, bytes) else dumps(body)))
+    def post_stream(self, path: str, body: Any) -> Coroutine[Any, Any, SSEChunks]:
+        """Send an encoded body asking for a stream; its chunks. The pool's coroutine of the
+        exchange: no level of this method's waits with the request."""
+        return self._send(path, body if isinstance(body, bytes) else dumps(body), _chunks)
+
+
+async def _chunks(response: Response) -> SSEChunks:
+    return SSEChunks(response)
 
 
 class CapturingStreamReader(ChatStreamReader):

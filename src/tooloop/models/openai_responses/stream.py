@@ -8,7 +8,7 @@ from the terminal ``response.completed`` (``.incomplete``, ``.failed``) event, t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from typing import Any, TypedDict
 
 import msgspec
@@ -16,7 +16,7 @@ import msgspec
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse
-from ...transport.client import Client, StreamError, fast_loads, loads
+from ...transport.client import Client, StreamError, dumps, fast_loads, loads
 from ...transport.http import Response
 from ...transport.sse import SSEDecoder
 from .request import PROVIDER
@@ -322,6 +322,11 @@ def _datas(datas: list[bytes]) -> Iterator[bytes]:
 class ResponsesClient(Client):
     """The lean transport's client, with the Responses API stream."""
 
-    async def post_stream(self, path: str, body: Any) -> ResponsesEvents:
-        """Send an encoded body asking for a stream; its events."""
-        return ResponsesEvents(await self.post(path, body))
+    def post_stream(self, path: str, body: Any) -> Coroutine[Any, Any, ResponsesEvents]:
+        """Send an encoded body asking for a stream; its events. The pool's coroutine of the
+        exchange: no level of this method's waits with the request."""
+        return self._send(path, body if isinstance(body, bytes) else dumps(body), _events)
+
+
+async def _events(response: Response) -> ResponsesEvents:
+    return ResponsesEvents(response)
