@@ -315,16 +315,20 @@ async def test_a_wait_cancelled_at_any_moment_loses_no_event_and_repeats_none() 
     assert current is not None and current.cancelling() == 0
 
 
-async def test_a_second_task_waiting_for_the_same_stream_is_refused_and_the_first_still_gets_its_event() -> None:
-    release = asyncio.Event()
+def _gated(release: asyncio.Event) -> Agent:
+    """An agent whose one tool call waits for ``release``, then answers "done"."""
 
     @tool
     async def gate() -> str:
         await release.wait()
         return "open"
 
-    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("g", "gate", {})]), "done"])
-    async with Agent(model, tools=[gate]).stream("go") as stream:
+    return Agent(ScriptedModel([ModelResponse(tool_calls=[ToolCall("g", "gate", {})]), "done"]), tools=[gate])
+
+
+async def test_a_second_task_waiting_for_the_same_stream_is_refused_and_the_first_still_gets_its_event() -> None:
+    release = asyncio.Event()
+    async with _gated(release).stream("go") as stream:
         async for event in stream:
             if isinstance(event, ToolCallStarted):
                 break
@@ -341,14 +345,7 @@ async def test_a_second_task_waiting_for_the_same_stream_is_refused_and_the_firs
 @pytest.mark.parametrize("turns", range(6))
 async def test_a_wait_cancelled_just_as_its_event_arrives_keeps_the_event(turns: int) -> None:
     release = asyncio.Event()
-
-    @tool
-    async def gate() -> str:
-        await release.wait()
-        return "open"
-
-    model = ScriptedModel([ModelResponse(tool_calls=[ToolCall("g", "gate", {})]), "done"])
-    async with Agent(model, tools=[gate]).stream("go") as stream:
+    async with _gated(release).stream("go") as stream:
         async for event in stream:
             if isinstance(event, ToolCallStarted):
                 break

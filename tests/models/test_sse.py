@@ -95,17 +95,21 @@ def test_joined_is_the_data_of_the_usual_piece_and_leaves_any_other_to_data(name
                 assert usual == (b"|".join(datas), len(datas)) and datas, cuts
 
 
+_NOT_USUAL = (
+    b'data: {"a":1}\n\ndata: {"b"',  # an event still arriving
+    b'data: {"a":\ndata: 1}\n\n',  # data on two lines
+    b'data: {"a":1}\nid: 7\n\n',  # another field
+    b": ping\n\ndata: {}\n\n",  # a comment first
+    b'data: {"a":1}\n\n: ping\n\ndata: {}\n\n',  # a comment between
+    b'event: x\ndata: {"a":1}\n\n',  # a named event
+    b'data: {"a":1}\r\n\r\n',  # CRLF line ends
+)
+"""Pieces that are not the usual one (complete one-line ``data:`` events only)."""
+
+
 def test_joined_takes_only_complete_one_line_data_events() -> None:
     assert SSEDecoder().joined(b'data: {"a":1}\n\ndata: [DONE]\n\n', b",") == (b'{"a":1},[DONE]', 2)
-    for other in (
-        b'data: {"a":1}\n\ndata: {"b"',  # an event still arriving
-        b'data: {"a":\ndata: 1}\n\n',  # data on two lines
-        b'data: {"a":1}\nid: 7\n\n',  # another field
-        b": ping\n\ndata: {}\n\n",  # a comment first
-        b'data: {"a":1}\n\n: ping\n\ndata: {}\n\n',  # a comment between
-        b'event: x\ndata: {"a":1}\n\n',  # a named event
-        b'data: {"a":1}\r\n\r\n',  # CRLF line ends
-    ):
+    for other in _NOT_USUAL:
         assert SSEDecoder().joined(other, b",") is None, other
 
 
@@ -118,15 +122,7 @@ def test_data_array_is_the_usual_piece_as_one_json_array_without_its_closing_lin
     held = SSEDecoder()
     assert held.data(b"data: 1\n\ndata: 2") == [b"1"]
     assert held.array(b"\n\n", b"[DONE]") is None  # the decoder holds part of an event: left to data
-    for other in (
-        b'data: {"a":1}\n\ndata: {"b"',  # an event still arriving
-        b'data: {"a":\ndata: 1}\n\n',  # data on two lines
-        b'data: {"a":1}\nid: 7\n\n',  # another field
-        b": ping\n\ndata: {}\n\n",  # a comment first
-        b'data: {"a":1}\n\n: ping\n\ndata: {}\n\n',  # a comment between
-        b'event: x\ndata: {"a":1}\n\n',  # a named event
-        b'data: {"a":1}\r\n\r\n',  # CRLF line ends
-    ):
+    for other in _NOT_USUAL:
         assert data_array(other, b"[DONE]") is None, other
 
 

@@ -160,18 +160,24 @@ class ProviderModel(ClientModel, ABC):
         stream = self._wants_stream(settings, on_event)
         if self._maps_errors:  # the adapter's coroutine is the request's: one level fewer while it waits
             return self._send(request, settings, stream, on_event)  # type: ignore[return-value]
-        return self._respond(request, settings, stream, on_event)
+        return self._mapped(self._send, request, settings, stream, on_event)
 
     _maps_errors: ClassVar[bool] = False
     """True when ``_send`` does nothing but hand out a coroutine that does all the work and raises
     what :meth:`_raised` gives for what fails (so the adapter's errors need no coroutine of their own)."""
 
-    async def _respond(
-        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    async def _mapped(
+        self,
+        send: Callable[[ModelRequest, ModelSettings, bool, EventHandler | None], Awaitable[ModelResponse]],
+        request: ModelRequest,
+        settings: ModelSettings,
+        stream: bool,
+        on_event: EventHandler | None,
     ) -> ModelResponse:
-        """``_send``'s answer, what fails turned into a tooloop error (:meth:`_raised`)."""
+        """``send``'s answer (called here, so what it raises before its first wait is mapped too),
+        what fails turned into a tooloop error (:meth:`_raised`)."""
         try:
-            return await self._send(request, settings, stream, on_event)
+            return await send(request, settings, stream, on_event)
         except Exception as exc:
             error = self._raised(exc)
         error.__context__ = None  # see _raised

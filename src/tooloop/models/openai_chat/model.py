@@ -348,22 +348,12 @@ class OpenAIChatModel(ProviderModel):
         # Not a coroutine itself: what it returns is respond's, one level fewer in every waiting
         # conversation; it does all the work, and raises what _raised says.
         if self._capture is not None:
-            return self._respond_capturing(request, settings, stream and not self._plain_only, on_event)
+            return self._mapped(self._send_capturing, request, settings, stream and not self._plain_only, on_event)
         if stream:
             return self._stream(None, on_event, request=request, settings=settings)
         return self._plain(request, settings)
 
     _maps_errors = True
-
-    async def _respond_capturing(
-        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
-    ) -> ModelResponse:
-        try:
-            return await self._send_capturing(request, settings, stream, on_event)
-        except Exception as exc:
-            error = self._raised(exc)
-        error.__context__ = None
-        raise error
 
     async def _send_capturing(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
