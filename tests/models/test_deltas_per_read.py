@@ -70,8 +70,8 @@ def gemini() -> tuple[Reply, list[ModelEvent]]:
     expected: list[ModelEvent] = [
         ThinkingDelta(THOUGHT),
         TextDelta(TEXT),
-        ToolCallDelta(0, "g1", "get_weather", json.dumps({"city": "Paris"})),
-        ToolCallDelta(1, "g2", "get_weather", json.dumps({"city": "Rome"})),
+        ToolCallDelta(0, "g1", "get_weather", '{"city":"Paris"}'),
+        ToolCallDelta(1, "g2", "get_weather", '{"city":"Rome"}'),
     ]
     return Reply(200, {"content-type": "text/event-stream"}, chunks=raw), expected
 

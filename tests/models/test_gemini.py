@@ -220,8 +220,8 @@ async def test_parallel_calls_streamed_with_ids_and_signature(wire: WireServer) 
     assert response.usage.tool_calls == 2
     assert events == [
         TextDelta("Checking both."),
-        ToolCallDelta(0, "g1", "get_weather", '{"city": "Paris"}'),
-        ToolCallDelta(1, "g2", "get_weather", '{"city": "Rome"}'),
+        ToolCallDelta(0, "g1", "get_weather", '{"city":"Paris"}'),
+        ToolCallDelta(1, "g2", "get_weather", '{"city":"Rome"}'),
     ]
     google = response.provider_data["google"]
     assert google["ids"] == ["g1", "g2"]

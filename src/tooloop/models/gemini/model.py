@@ -174,66 +174,79 @@ class GeminiModel(ProviderModel):
     def _send(
         self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> Awaitable[ModelResponse]:
-        # Not a coroutine itself: what it returns is awaited directly, one level fewer in every
-        # waiting conversation.
-        body = self._request.body(request, settings)
-        if settings.cache == "explicit" and "cachedContent" not in settings.extra:
-            return self._send_cached(body, settings, stream, on_event)
-        return self._attempts_of(self._channel.prepare(body, settings.extra), stream, on_event)
+        # Not a coroutine itself: what it returns is respond's, one level fewer in every waiting
+        # conversation; it does all the work, and raises what _raised says.
+        return self._answer(request, settings, stream, on_event)
 
-    async def _send_cached(
-        self, body: dict[str, Any], settings: ModelSettings, stream: bool, on_event: EventHandler | None
+    _maps_errors = True
+
+    async def _answer(
+        self, request: ModelRequest, settings: ModelSettings, stream: bool, on_event: EventHandler | None
     ) -> ModelResponse:
-        body = await self._explicit.apply(body, settings.cache_ttl, self._channel.create_cache, self._cache_error)
-        return await self._attempts_of(self._channel.prepare(body, settings.extra), stream, on_event)
-
-    async def _attempts_of(self, sent: dict[str, Any], stream: bool, on_event: EventHandler | None) -> ModelResponse:
-        channel = self._channel
-        shown = channel.shown(sent) if listening() else None
-        # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
-        # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
-        # collector. Every attempt sends the same bytes.
-        payload: Any = channel.encode(sent)  # bytes, or the dicts themselves for the SDK
-        del sent
-        attempt = 0
-        while True:
-            # The reader is made once the answer is there: nothing of it waits with the request.
-            reader: Reader | None = None
-            try:
-                if shown is not None:
-                    self._sent(shown)
-                if stream:
-                    events = await channel.stream(payload)
-                    reader = Reader(self._name, on_event)
+        """The answer to ``request``: its body built, sent, retried as the policy says, read."""
+        try:
+            body = self._request.body(request, settings)
+            if settings.cache == "explicit" and "cachedContent" not in settings.extra:
+                explicit = self._explicit.apply(body, settings.cache_ttl, self._channel.create_cache, self._cache_error)
+                body = await explicit
+            channel = self._channel
+            sent = channel.prepare(body, settings.extra)
+            del body
+            shown = channel.shown(sent) if listening() else None
+            # Encoded now (on the lean path), and the dicts let go: at thousands of conversations
+            # waiting for their answers, every object kept alive meanwhile is scanned by the garbage
+            # collector. Every attempt sends the same bytes.
+            payload: Any = channel.encode(sent)  # bytes, or the dicts themselves for the SDK
+            del sent
+            attempt = 0
+            while True:
+                # The reader is made once the answer is there: nothing of it waits with the request.
+                reader: Reader | None = None
+                try:
                     if shown is not None:
-                        return await self._tapped_stream(events, reader)
-                    try:  # the hot path, inline: no coroutine, no iterator between the body and the reader
-                        await events.read(reader.add_all)
-                    except BaseException:
-                        events.close()  # abandoned half way: the connection's state is unknown
-                        raise
-                    return reader.finish(streamed=True)
-                if shown is None:
-                    chunk = await channel.generate(payload, True)
-                else:
-                    data = await channel.generate(payload, False)
-                    self._received(data)
-                    chunk = chunk_from(data)
-                reader = Reader(self._name, on_event)
-                reader.add(chunk)
-                return reader.finish(streamed=False)
-            except ProviderError:
-                raise
-            except Exception as exc:
-                error = self._error(exc, attempt + 1)
-                if error is None:
+                        self._sent(shown)
+                    if stream:
+                        events = await channel.stream(payload)
+                        reader = Reader(self._name, on_event)
+                        if shown is not None:
+                            return await self._tapped_stream(events, reader)
+                        try:  # the hot path, inline: no coroutine, no iterator between the body and the reader
+                            await events.read(reader.add_all)
+                        except BaseException:
+                            events.close()  # abandoned half way: the connection's state is unknown
+                            raise
+                        return reader.finish(streamed=True)
+                    if shown is None:
+                        chunk = await channel.generate(payload, True)
+                    else:
+                        data = await channel.generate(payload, False)
+                        self._received(data)
+                        chunk = chunk_from(data)
+                    reader = Reader(self._name, on_event)
+                    reader.add(chunk)
+                    return reader.finish(streamed=False)
+                except ProviderError:
                     raise
-                delay = self._delay(error, attempt, exc)
-                emitted = reader is not None and reader.emitted
-                if delay is None or attempt >= self._retry.max_retries or emitted:
-                    self._fail(exc, attempt + 1)
-            await asyncio.sleep(delay)
-            attempt += 1
+                except Exception as exc:
+                    delay = self._next_attempt(exc, attempt, reader)
+                await asyncio.sleep(delay)
+                attempt += 1
+        except Exception as exc:
+            failure = self._raised(exc)
+        failure.__context__ = None  # see _raised
+        raise failure
+
+    def _next_attempt(self, exc: Exception, attempt: int, reader: Reader | None) -> float:
+        """Seconds to wait before retrying after attempt ``attempt`` failed with ``exc``; raises the
+        tooloop error (or ``exc``, not a provider failure) when no attempt follows."""
+        error = self._error(exc, attempt + 1)
+        if error is None:
+            raise exc
+        delay = self._delay(error, attempt, exc)
+        emitted = reader is not None and reader.emitted
+        if delay is None or attempt >= self._retry.max_retries or emitted:
+            self._fail(exc, attempt + 1)
+        return delay
 
     async def _tapped_stream(self, events: GeminiEvents | SdkEvents, reader: Reader) -> ModelResponse:
         """A streamed answer read chunk by chunk, shown to a payload listener once it ends."""

@@ -12,13 +12,14 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import msgspec
+
 from ..._frozen import draft_of, new_draft
 from ...errors import ModelResponseError, ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import EMPTY, FrozenDict, FrozenList, ModelResponse, StopReason, ThinkingPart, ToolCall, Usage
 from ...transport.client import StatusError, StreamError
 from ..adapter import ErrorBody
-from ..portable import encode_arguments
 from .chunks import Chunk, FunctionCall, Part, UsageMetadata
 from .request import PROVIDER
 
@@ -249,7 +250,7 @@ class Reader:
             delta.index = len(self.calls) - 1
             delta.tool_call_id = call_id
             delta.name = call.name
-            delta.arguments_delta = encode_arguments(arguments)
+            delta.arguments_delta = _json(arguments).decode()  # compact, as the wire writes it
             delta.__class__ = ToolCallDelta
             self._emit(delta)
 
@@ -356,3 +357,6 @@ def _reasons(details: Any) -> list[str]:
     error = details.get("error", details) if isinstance(details, dict) else None
     found = error.get("details") if isinstance(error, dict) else None
     return [d["reason"] for d in found or () if isinstance(d, dict) and isinstance(d.get("reason"), str)]
+
+
+_json = msgspec.json.Encoder().encode

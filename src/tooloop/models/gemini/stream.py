@@ -7,7 +7,7 @@ JSON values). An ``{"error": {...}}`` event raises the transport's :class:`~tool
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 from ...transport.client import Client, StreamError, loads
@@ -186,19 +186,32 @@ class GeminiClient(Client):
         """What a payload listener sees of a request: its body."""
         return sent
 
-    async def generate(self, sent: bytes, typed: bool) -> Any:
+    def generate(self, sent: bytes, typed: bool) -> Coroutine[Any, Any, Any]:
         """One plain request (its body as :meth:`encode` made it); the answer as a chunk record when
-        ``typed``, else as its JSON value (an empty body read as ``{}``)."""
-        data = await self.post_bytes(self._plain, sent)  # one coroutine fewer waiting than post()
-        if not data.strip():
-            return Chunk() if typed else {}
-        return read_one(data) if typed else loads(data)
+        ``typed``, else as its JSON value (an empty body read as ``{}``). The pool's coroutine of
+        the exchange: no level of this method's waits with the request."""
+        return self._send(self._plain, sent, _chunk if typed else _value)
 
     async def create_cache(self, resource: dict[str, Any]) -> Any:
         """``POST cachedContents``: the ``CachedContent`` made from ``resource`` (its ``name`` to use)."""
         data = await (await self.post(self._caches, resource)).read()
         return loads(data) if data.strip() else {}
 
-    async def stream(self, sent: bytes) -> GeminiEvents:
-        """One streamed request (its body as :meth:`encode` made it); its events."""
-        return GeminiEvents(await self._send(self._streamed, sent))  # one coroutine fewer than post()
+    def stream(self, sent: bytes) -> Coroutine[Any, Any, GeminiEvents]:
+        """One streamed request (its body as :meth:`encode` made it); its events. The pool's
+        coroutine of the exchange, as :meth:`generate`'s."""
+        return self._send(self._streamed, sent, _events)
+
+
+async def _events(response: Response) -> GeminiEvents:
+    return GeminiEvents(response)
+
+
+async def _chunk(response: Response) -> Chunk:
+    data = await response.read()
+    return read_one(data) if data.strip() else Chunk()
+
+
+async def _value(response: Response) -> Any:
+    data = await response.read()
+    return loads(data) if data.strip() else {}
