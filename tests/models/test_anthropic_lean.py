@@ -314,45 +314,62 @@ async def test_a_forced_plain_request_with_a_large_max_tokens_gets_a_longer_idle
     assert [lean.pools.first.read_timeout for lean in model._channel._long.values()] == [1800.0]  # an hour per 128k
 
 
-_USUAL = (
-    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
-    b'event: ping\ndata: {"type": "ping"}\n\n'
-)
+def _piece(*events: tuple[str, Any]) -> bytes:
+    return b"".join(b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(data).encode()) for name, data in events)
+
+
+_BLOCKS = [
+    {"type": "thinking", "thinking": "Sum them.", "signature": "sig"},
+    {"type": "text", "text": "Adding up."},
+    {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}},
+]
+_USUAL = _piece(*aw.stream_events(_BLOCKS, "tool_use", aw.usage(5, 9, cache_read_input_tokens=3)))
+_DELTA = aw.delta(0, {"type": "text_delta", "text": "x"})
+_HOUR = {"input_tokens": 1, "output_tokens": 2, "cache_creation": {"ephemeral_1h_input_tokens": 4}}
 
 
 @pytest.mark.parametrize(
     ("piece", "taken"),
     [
         (_USUAL, True),
-        (b'event: x\ndata: {"a": 1}\n\n', True),  # data without a type: the event's name names it
-        (_USUAL + b": keep-alive\n\n", False),  # a comment line
-        (b'event: x\nid: 7\ndata: {"type": "x"}\n\n', False),  # another field between name and data
-        (b'event: x\ndata: {"type":\ndata: "x"}\n\n', False),  # data over two lines
-        (b'event: x\ndata: {"type": "x"}\n\nevent: y\n\n', False),  # an event without data
-        (b'event: a","b\ndata: {"type": "x"}\n\n', False),  # a name that would break out of a JSON string
-        (b'event: x\r\ndata: {"type": "x"}\r\n\r\n', False),  # CRLF line ends
-        (b'event: x\ndata: {"type": "x"}\n', False),  # an unfinished event
-        (b'data: {"type": "x"}\n\n', False),  # no name
+        (_piece(aw.start(_HOUR)), True),
+        (_piece(("x", {"type": "ping"}), aw.STOP), True),  # the name counts for nothing when the data has a type
+        (_piece(("x", {"a": 1})), False),  # data without a type: the event's name names it
+        (_piece(("error", {"type": "error", "error": {"type": "overloaded_error"}, "request_id": "r"})), False),
+        (_piece(("x", {"type": "x"})), False),  # an event type tooloop does not know
+        (_piece(("x", {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}})), False),
+        (_piece(aw.delta(0, {"type": "citations_delta", "citation": {}})), False),
+        (_piece(("message_start", {"type": "message_start", "message": None})), False),
+        (_piece(("message_start", {"type": "message_start", "message": {"usage": [["a", 1]]}})), False),
+        (_piece(_DELTA, ("x", "text")), False),  # data that is a JSON string
+        (_piece(aw.PING) + b": keep-alive\n\n", False),  # a comment line
+        (b'event: x\nid: 7\ndata: {"type": "ping"}\n\n', False),  # another field between name and data
+        (b'event: x\ndata: {"type":\ndata: "ping"}\n\n', False),  # data over two lines
+        (b'event: x\ndata: {"type": "ping"}\n\nevent: y\n\n', False),  # an event without data
+        (b'event: a","b\ndata: {"type": "ping"}\n\n', False),  # a name that would break out of a JSON string
+        (b'event: x\r\ndata: {"type": "ping"}\r\n\r\n', False),  # CRLF line ends
+        (b'event: x\ndata: {"type": "ping"}\n', False),  # an unfinished event
+        (b'data: {"type": "ping"}\n\n', False),  # no name
     ],
 )
 def test_the_usual_piece_is_read_as_the_general_decoder_reads_it_or_left_to_it(piece: bytes, taken: bool) -> None:
-    from tooloop.models.anthropic.stream import _usual_events
+    from tooloop.models.anthropic.response import usage_from
+    from tooloop.models.anthropic.stream import StreamReader, _usual_events
     from tooloop.transport.sse import SSEDecoder
 
     found = _usual_events(piece)
     assert (found is not None) is taken  # any other piece is left to the general decoder
     if found is None:
         return
-    general = [item for name, data in SSEDecoder().feed(piece) for item in (name, json.loads(data))]
-    assert found == general
-
-
-def test_the_usual_piece_takes_the_fast_path() -> None:
-    from tooloop.models.anthropic.stream import _usual_events
-
-    assert _usual_events(_USUAL) == [
-        "message_start",
-        {"type": "message_start", "message": {"id": "m"}},
-        "ping",
-        {"type": "ping"},
-    ]
+    fast: list[Any] = []
+    general: list[Any] = []
+    fast_reader, general_reader = StreamReader(fast.append), StreamReader(general.append)
+    fast_reader.feed_typed(found)
+    general_reader.feed_all(SSEDecoder().feed(piece))
+    assert fast == general  # the same deltas
+    assert fast_reader.stopped is general_reader.stopped
+    if general_reader.stopped:
+        assert fast_reader.result() == general_reader.result()
+    else:
+        assert (fast_reader.model, fast_reader.response_id) == (general_reader.model, general_reader.response_id)
+        assert usage_from(fast_reader.usage) == usage_from(general_reader.usage)

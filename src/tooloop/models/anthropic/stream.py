@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import msgspec
 
 from ...errors import ProviderConnectionError
 from ...events import EventHandler, TextDelta, ThinkingDelta, ToolCallDelta
 from ...messages import ModelResponse, ThinkingPart, ToolCall
-from ...transport.client import Client, StreamError, dumps, fast_loads, loads
+from ...transport.client import Client, StreamError, dumps, loads
 from ...transport.http import DEFAULT_MAX_CONNECTIONS, Response
 from ...transport.retry import RetryPolicy
 from ...transport.sse import SSEDecoder, sse_events
@@ -117,12 +119,11 @@ class StreamReader:
             if self._span_parts or self._span_head is not None:
                 self._flush()
 
-    def feed_parsed(self, events: list[Any]) -> None:
-        """:meth:`feed_all` for the events of one network read already parsed: their names and
-        data in turn (a name is read only for data without a type)."""
+    def feed_typed(self, events: list[Any]) -> None:
+        """:meth:`feed_all` for the events of one network read already decoded by :func:`_usual_events`
+        (their data only, as the typed events the reader reads)."""
         try:
-            pairs = iter(events)
-            self._walk(zip(pairs, pairs, strict=False))  # names and data in turn: an even count
+            self._walk_typed(events)
         finally:
             if self._span_parts or self._span_head is not None:
                 self._flush()
@@ -160,6 +161,40 @@ class StreamReader:
             else:
                 self._event(kind, data)
 
+    def _walk_typed(self, events: list[Any]) -> None:
+        # _walk for typed events: the same steps, read from the fields each event kind has
+        parts = self._parts
+        spans = self._spans if self.on_event is not None else None
+        for data in events:
+            kind = type(data)
+            if kind is _BlockDelta:
+                delta = data.delta
+                if type(delta) is _SignatureDelta:
+                    self._sign(data.index, delta.signature)
+                    continue
+                piece = delta.piece
+                if not piece:
+                    continue
+                index = data.index
+                parts[index].append(piece)
+                if spans is not None:
+                    span = spans[index]
+                    if span != _NONE:
+                        if span != self._span and (self._span_parts or self._span_head is not None):
+                            self._flush()
+                        self._span = span
+                        self._span_parts.append(piece)
+            elif kind is _BlockStart:
+                self._start(data.index, data.content_block)
+            elif kind is _MessageStart:
+                message = data.message
+                self._message(message.model, message.id, message.usage)
+            elif kind is _MessageDelta:
+                stop = data.delta
+                self._delta(stop.stop_reason, stop.stop_details, stop.stop_sequence, data.usage)
+            elif kind is _MessageStop:
+                self.stopped = True
+
     def _event(self, kind: str | None, data: Any) -> None:
         if kind == "message_start":
             self.message_start(data)
@@ -186,8 +221,11 @@ class StreamReader:
         return self.response(output_tool)
 
     def start(self, data: Mapping[str, Any]) -> None:
+        """A ``content_block_start`` event."""
         start = data["content_block"]
-        index = data["index"]
+        self._start(data["index"], start)
+
+    def _start(self, index: Any, start: Mapping[str, Any]) -> None:
         self._starts[index] = start
         kind = start.get("type", "")
         initial = start.get("text") or start.get("thinking")
@@ -229,10 +267,13 @@ class StreamReader:
             self.on_event(ToolCallDelta(span, arguments_delta=text))
 
     def message_start(self, data: Mapping[str, Any]) -> None:
+        """A ``message_start`` event."""
         message = data.get("message") or {}
-        self.model = message.get("model")
-        self.response_id = message.get("id")
-        usage = message.get("usage")
+        self._message(message.get("model"), message.get("id"), message.get("usage"))
+
+    def _message(self, model: Any, response_id: Any, usage: Any) -> None:
+        self.model = model
+        self.response_id = response_id
         if usage:
             if self.usage or type(usage) is not dict:
                 self.usage.update(usage)
@@ -240,11 +281,14 @@ class StreamReader:
                 self.usage = usage
 
     def message_delta(self, data: Mapping[str, Any]) -> None:
+        """A ``message_delta`` event."""
         delta = data.get("delta") or {}
-        self.stop_reason = delta.get("stop_reason") or self.stop_reason
-        self.stop_details = delta.get("stop_details") or self.stop_details
-        self.stop_sequence = delta.get("stop_sequence") or self.stop_sequence
-        usage = data.get("usage")
+        self._delta(delta.get("stop_reason"), delta.get("stop_details"), delta.get("stop_sequence"), data.get("usage"))
+
+    def _delta(self, reason: Any, details: Any, sequence: Any, usage: Any) -> None:
+        self.stop_reason = reason or self.stop_reason
+        self.stop_details = details or self.stop_details
+        self.stop_sequence = sequence or self.stop_sequence
         if usage:  # its counts over those before, but not its nulls
             self.usage.update({k: v for k, v in usage.items() if v is not None} if None in usage.values() else usage)
 
@@ -347,7 +391,7 @@ class LeanEvents:
                 if clean:
                     found = _usual_events(piece)
                     if found is not None:
-                        reader.feed_parsed(found)
+                        reader.feed_typed(found)
                         continue
                 events = decoder.feed(piece)
                 carriage = carriage or _CR in piece
@@ -372,9 +416,11 @@ _NEXT_EVENT = b"\n\nevent: "
 
 
 def _usual_events(piece: bytes) -> list[Any] | None:
-    """The usual piece, whole ``event:`` + one-line ``data:`` events and nothing else, as the
-    events' names and data in turn, parsed in one call; None for any other piece (or data that
-    only the standard library reads), to be read by the general decoder.
+    """The usual piece, whole ``event:`` + one-line ``data:`` events and nothing else, as its
+    events' data decoded in one call into the typed events :meth:`StreamReader.feed_typed` reads;
+    None for any other piece, or any event that is not one of those (an ``error``, a type tooloop
+    does not know, a field the reader would index missing, a field of another shape), to be read
+    by the general decoder as dicts.
 
     The piece becomes one JSON array by two replacements: each ``\\ndata: `` ends a name and
     each ``\\n\\nevent: `` starts one (``event: NAME\\ndata: {...}\\n\\nevent: ...`` reads as
@@ -390,10 +436,96 @@ def _usual_events(piece: bytes) -> list[Any] | None:
     if (len(named) - len(joined)) // 7 + 1 != datas:  # 9 bytes become 2 for each event after the first
         return None
     try:
-        events: list[Any] = fast_loads(b'["' + joined[7:] + b"]")  # after the first "event: "
-    except ValueError:
+        events: list[Any] = _decode_events(b'["' + joined[7:] + b"]")  # after the first "event: "
+    except ValueError:  # not JSON, or an event the typed ones do not take (msgspec.ValidationError)
         return None
-    return events if len(events) == 2 * datas else None
+    if len(events) != 2 * datas:
+        return None
+    data = events[1::2]
+    return None if str in map(type, data) else data  # a data that is a JSON string is no event
+
+
+# The events of the usual piece as the reader reads them: tagged by their "type", only the fields
+# it reads (the others skipped, not built). A field the general reader indexes is required here, and
+# one it reads with .get() defaults to None; whatever else fails to decode is left to that reader.
+
+
+class _TextDelta(msgspec.Struct, tag_field="type", tag="text_delta", gc=False):
+    piece: Any = msgspec.field(name="text")
+
+
+class _JsonDelta(msgspec.Struct, tag_field="type", tag="input_json_delta", gc=False):
+    piece: Any = msgspec.field(name="partial_json")
+
+
+class _ThinkingDelta(msgspec.Struct, tag_field="type", tag="thinking_delta", gc=False):
+    piece: Any = msgspec.field(name="thinking")
+
+
+class _SignatureDelta(msgspec.Struct, tag_field="type", tag="signature_delta", gc=False):
+    signature: Any
+
+
+class _BlockDelta(msgspec.Struct, tag_field="type", tag="content_block_delta", gc=False):
+    index: Any
+    delta: _TextDelta | _JsonDelta | _ThinkingDelta | _SignatureDelta
+
+
+class _BlockStart(msgspec.Struct, tag_field="type", tag="content_block_start", gc=False):
+    index: Any
+    content_block: Any  # kept whole: an answer with server blocks keeps them as they came
+
+
+class _BlockStop(msgspec.Struct, tag_field="type", tag="content_block_stop", gc=False):
+    pass
+
+
+class _Ping(msgspec.Struct, tag_field="type", tag="ping", gc=False):
+    pass
+
+
+class _CacheCreation(TypedDict, total=False):
+    ephemeral_1h_input_tokens: Any
+
+
+class _Usage(TypedDict, total=False):
+    """What :func:`.response.usage_from` reads of a usage object, as a dict (the rest left out)."""
+
+    input_tokens: Any
+    output_tokens: Any
+    cache_read_input_tokens: Any
+    cache_creation_input_tokens: Any
+    cache_creation: _CacheCreation | None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: Any = None
+    model: Any = None
+    usage: _Usage | None = None
+
+
+class _MessageStart(msgspec.Struct, tag_field="type", tag="message_start", gc=False):
+    message: _Message = msgspec.field(default_factory=_Message)  # null, read as {} there: left to the general reader
+
+
+class _Stop(msgspec.Struct, gc=False):
+    stop_reason: Any = None
+    stop_details: Any = None
+    stop_sequence: Any = None
+
+
+class _MessageDelta(msgspec.Struct, tag_field="type", tag="message_delta", gc=False):
+    delta: _Stop = msgspec.field(default_factory=_Stop)
+    usage: _Usage | None = None
+
+
+class _MessageStop(msgspec.Struct, tag_field="type", tag="message_stop", gc=False):
+    pass
+
+
+_decode_events = msgspec.json.Decoder(
+    list[str | _BlockDelta | _BlockStart | _BlockStop | _Ping | _MessageStart | _MessageDelta | _MessageStop]
+).decode
 
 
 class AnthropicClient(Client):
