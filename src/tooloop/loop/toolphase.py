@@ -501,31 +501,47 @@ async def close(slot: Slot, batch: BatchContext, *, steer: bool = True, journal:
 def _announce(slot: Slot, batch: BatchContext) -> None:
     if not slot.closed and slot.outcome is not None:
         slot.closed = True
-        if batch.record.events is not None:  # no event to make when nobody listens
-            batch.record.emit(ToolCallFinished(slot.outcome))
+        channel = batch.record.events
+        if channel is not None:  # Recorder.emit, inline (no event to make when nobody listens)
+            channel.append(ToolCallFinished(slot.outcome))
+            if channel.waiter is not None:
+                channel.wake()
 
 
 _is_sequential: Callable[[Slot], bool] = operator.attrgetter("tool.sequential")
 
 
-async def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> None:
-    if batch.stop_requested() is None:
-        if batch.hooks.before_tool_call is None:
-            rest = _start(slot, batch, iteration)
-            if rest is not None:
-                await rest
-        else:
-            await _decide_and_run(slot, batch, iteration)
+def _run_one(batch: BatchContext, iteration: int, slot: Slot) -> Step | None:
+    """Run and close the call as far as it goes without waiting: None when that is all, else what
+    does the rest (most calls never wait: no coroutine is made for them)."""
+    if batch.stop_requested() is not None:
+        return _closing(slot, batch)
+    if batch.hooks.before_tool_call is not None:
+        return _decide_and_run(slot, batch, iteration)
+    rest = _start(slot, batch, iteration)
+    if rest is not None:
+        return _run_rest(slot, batch, rest)
+    return _closing(slot, batch)
+
+
+async def _run_rest(slot: Slot, batch: BatchContext, rest: Step) -> None:
+    await rest
+    closing = _closing(slot, batch)
+    if closing is not None:
+        await closing
+
+
+def _closing(slot: Slot, batch: BatchContext) -> Step | None:
+    """Close the call that ran (or did not run): None when done, else what does it."""
     if slot.outcome is None:
         _stopped(slot)
     elif slot.outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
-        await batch.record.record_outcome(slot.outcome)
-        return  # closed by the run that decides it
+        return batch.record.record_outcome(slot.outcome)  # closed by the run that decides it
     if batch.hooks.after_tool_call is None and batch.record.journal is None:
         slot.hooked = True  # what close() does then, without a coroutine per call
         _announce(slot, batch)
-        return
-    await close(slot, batch, journal=True)
+        return None
+    return close(slot, batch, journal=True)
 
 
 async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> None:
@@ -540,6 +556,9 @@ async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> No
         rest = _start(slot, batch, iteration)
         if rest is not None:
             await rest
+    closing = _closing(slot, batch)
+    if closing is not None:
+        await closing
 
 
 def _stopped(slot: Slot) -> None:
@@ -555,8 +574,11 @@ def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = F
         return _watched(slot, batch, iteration)
     tool, record = slot.tool, batch.record
     assert tool is not None and slot.kwargs is not None
-    if record.events is not None:
-        record.emit(ToolCallStarted(slot.tool_call_id, slot.tool_name, slot.arguments))
+    channel = record.events
+    if channel is not None:  # Recorder.emit, inline
+        channel.append(ToolCallStarted(slot.tool_call_id, slot.tool_name, slot.arguments))
+        if channel.waiter is not None:
+            channel.wake()
     context = None if tool.context_param is None else _context(slot, batch, iteration)
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     record.count_call()

@@ -55,17 +55,25 @@ class Lingering:
             await asyncio.wait(pending)
 
 
+Step = Coroutine[Any, Any, None]
+
+RunOne = Callable[[T], Step | None]
+"""Runs an item as far as it goes without waiting: None when it is done, else what finishes it."""
+
+
 async def run_concurrently(
     items: Sequence[T],
-    run_one: Callable[[T], Coroutine[Any, Any, None]],
+    run_one: RunOne[T],
     sequential: Callable[[T], bool],
     lingering: Lingering | None = None,
 ) -> None:
     """Run ``run_one`` over ``items`` at once, except that a sequential item runs alone.
 
-    A sequential item waits for the items before it (and their threads, in ``lingering``) and
-    holds back the items after it until its own thread ends. If this coroutine is cancelled,
-    every item still running is cancelled before the cancellation goes on.
+    ``run_one`` does what it can at once and returns None, or a coroutine that finishes the item
+    (most items never wait: then no coroutine is made for them). A sequential item waits for the
+    items before it (and their threads, in ``lingering``) and holds back the items after it until
+    its own thread ends. If this coroutine is cancelled, every item still running is cancelled
+    before the cancellation goes on.
     """
     lingering = lingering if lingering is not None else Lingering()
     group: list[T] = []
@@ -75,21 +83,30 @@ async def run_concurrently(
             group = []
             if not lingering.idle:
                 await lingering.wait(everything=True)
-            await run_one(item)
+            step = run_one(item)
+            if step is not None:
+                await step
         else:
             group.append(item)
     await _together(group, run_one, lingering)
 
 
-async def _together(
-    group: Sequence[T], run_one: Callable[[T], Coroutine[Any, Any, None]], lingering: Lingering
-) -> None:
+async def _whole(run_one: RunOne[T], item: T) -> None:
+    """``run_one(item)`` as one coroutine (the task of an item that starts later)."""
+    step = run_one(item)
+    if step is not None:
+        await step
+
+
+async def _together(group: Sequence[T], run_one: RunOne[T], lingering: Lingering) -> None:
     if not group:
         return
     if not lingering.idle:
         await lingering.wait(everything=False)  # a sequential call's thread may still run
     if len(group) == 1:
-        await run_one(group[0])
+        step = run_one(group[0])
+        if step is not None:
+            await step
         return
     # Each item starts here, in this task, in a context of its own as a task would give it. Most
     # finish without waiting (a tool that only computes, a call refused by a hook), and then need
@@ -98,13 +115,15 @@ async def _together(
     tasks: list[asyncio.Task[None]] = []
     try:
         for index, item in enumerate(group):
-            step = run_one(item)
             context = contextvars.copy_context()
+            step = context.run(run_one, item)
+            if step is None:
+                continue
             try:
                 waiting_on = context.run(step.send, None)
             except StopIteration:
                 continue
-            tasks = [asyncio.ensure_future(run_one(rest)) for rest in group[index + 1 :]]
+            tasks = [asyncio.ensure_future(_whole(run_one, rest)) for rest in group[index + 1 :]]
             await _go_on(step, context, waiting_on)
             break
         for task in tasks:  # like gather (run_one records its own failures) without its futures
