@@ -55,12 +55,14 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
     With ``deny_undecided`` (a new prompt arrived while calls waited) undecided calls are refused.
     """
     waiting = []
+    auto_execute = batch.auto_execute
     for slot in slots:
-        if slot.outcome is not None or slot.tool is None or not _waits(slot.tool, batch.auto_execute):
+        tool = slot.tool  # a call waits when _waits(tool, auto_execute) (inline: no call per call)
+        if slot.outcome is not None or tool is None or not (tool.requires_approval or not auto_execute):
             continue
         request = _request(slot)
         decision = batch.decisions.get(slot.tool_call_id)
-        if decision is None and batch.approver is not None and slot.tool.requires_approval:
+        if decision is None and batch.approver is not None and tool.requires_approval:
             decision = await _consult(batch, batch.approver, request)
         if decision is None and deny_undecided:
             error = ToolDeniedError("no decision was given before the conversation continued")

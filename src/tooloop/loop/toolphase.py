@@ -340,7 +340,11 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
     slots = []
     tools, limits = batch.runnable, batch.limits
     for index, call in enumerate(response.tool_calls):
-        arguments, raw, error = _parse(call.arguments)
+        given = call.arguments
+        if type(given) is dict:  # the usual provider's parsed arguments (_parse's first case, inline)
+            arguments, raw, error = frozen_mapping(given), None, None
+        else:
+            arguments, raw, error = _parse(given)
         call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
         batch.call_ids.add(call_id)
         name = call.name
@@ -443,8 +447,9 @@ async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) 
     cancellation propagates, so the batch can always be recorded; the caller closes them
     (:func:`close_all` with ``quiet``).
     """
-    await close_all(slots, batch)
     ready = [s for s in slots if s.outcome is None]
+    if len(ready) != len(slots):  # some were decided already (closing leaves the others as they are)
+        await close_all(slots, batch)
     try:
         # a slot ready to run has its tool (_start needs it); partial and attrgetter: no frame per call
         run_one = functools.partial(_run_one, batch, iteration)
@@ -533,13 +538,21 @@ async def _run_rest(slot: Slot, batch: BatchContext, rest: Step) -> None:
 
 def _closing(slot: Slot, batch: BatchContext) -> Step | None:
     """Close the call that ran (or did not run): None when done, else what does it."""
-    if slot.outcome is None:
-        _stopped(slot)
-    elif slot.outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
-        return batch.record.record_outcome(slot.outcome)  # closed by the run that decides it
-    if batch.hooks.after_tool_call is None and batch.record.journal is None:
+    outcome = slot.outcome
+    if outcome is None:
+        outcome = _stopped(slot)
+    elif outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
+        return batch.record.record_outcome(outcome)  # closed by the run that decides it
+    record = batch.record
+    if batch.hooks.after_tool_call is None and record.journal is None:
         slot.hooked = True  # what close() does then, without a coroutine per call
-        _announce(slot, batch)
+        if not slot.closed:  # _announce, inline
+            slot.closed = True
+            channel = record.events
+            if channel is not None:
+                channel.append(ToolCallFinished(outcome))
+                if channel.waiter is not None:
+                    channel.wake()
         return None
     return close(slot, batch, journal=True)
 
@@ -561,8 +574,8 @@ async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> No
         await closing
 
 
-def _stopped(slot: Slot) -> None:
-    slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
+def _stopped(slot: Slot) -> ToolCallMessage:
+    return slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
 
 
 def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = False) -> Step | None:
@@ -583,7 +596,7 @@ def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = F
     timeout = tool.timeout if tool.timeout is not None else batch.limits.tool_timeout
     record.count_call()
     # the kwargs are the slot's own copy (Tool.validate), used once
-    if not tool.is_async or tool.limiter() is not None:
+    if not tool._is_async or tool._limiter is not None:  # is_async, limiter(): read here, no call per call
         return _finish_later(slot, invoke(tool, slot.kwargs, context, timeout, batch.lingering), batch)
     try:
         done, result = start_async(tool, slot.kwargs, context, timeout)
