@@ -21,11 +21,11 @@ The contract for tool calls, which UIs, telemetry and editor integrations can re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
-from .messages import Message, ModelResponse, ToolCallMessage, Usage
+from .messages import Message, ModelResponse, ToolCallMessage, Usage, recounted, summed
 
 if TYPE_CHECKING:
     from .loop.result import ApprovalDecision, ApprovalRequest, RunResult
@@ -149,7 +149,12 @@ class ModelRequestStarted:
 
 @dataclass(frozen=True, slots=True, init=False)
 class ModelRequestFinished:
-    """The model's response is complete. ``usage`` is the run's total so far."""
+    """The model's response is complete. ``usage`` is the run's total so far.
+
+    The loop's events hold that total as the run counted it, and sum it when ``usage`` is first
+    read (then keep it): reading it, comparing, hashing, pickling or ``dataclasses.replace`` see
+    the same :class:`~tooloop.messages.Usage`.
+    """
 
     iteration: int
     response: ModelResponse
@@ -296,7 +301,66 @@ _SHARED_STARTS = 256
 _started: dict[int, ModelRequestStarted] = {}
 _set_finished_iteration = _setter(ModelRequestFinished, "iteration")
 _set_response = _setter(ModelRequestFinished, "response")
-_set_usage = _setter(ModelRequestFinished, "usage")
+_usage_slot: Any = ModelRequestFinished.__dict__["usage"]
+_raw_usage: Any = _usage_slot.__get__
+_set_usage = _usage_slot.__set__
+
+
+RunningTotal: TypeAlias = list[Any]
+"""A run's usage at one moment, summed when it is first asked (:func:`settle_total`), then kept.
+
+What the loop's :class:`ModelRequestFinished` holds until its ``usage`` is read:
+``[base, requests, count, calls, previous, value]``, the run's recorded total then (``base``), the
+requests counted since (the first ``count`` of ``requests``: the run appends to that list,
+never changes what is in it), the calls executed since, the running total before it (a reader
+who reads each in turn sums only the requests since that one), and the sum once it is made. A
+list: the cheapest object to make (a class of its own costs five times as much), and a stream
+whose consumer never reads the totals makes no sum per request.
+"""
+
+
+def settle_total(total: RunningTotal) -> Usage:
+    """The usage ``total`` stands for, summed now if it was not."""
+    base, requests, count, calls, previous, value = total
+    if value is not None:
+        return value  # type: ignore[no-any-return]
+    more: Sequence[Usage] = () if requests is None else requests[:count] if isinstance(requests, list) else (requests,)
+    if previous is not None and previous[5] is not None and previous[0] is base:  # the same sum, from there
+        base, calls, more = previous[5], calls - previous[3], more[previous[2] :]
+    if more:
+        value = summed(base, more, calls)
+    elif calls:
+        value = recounted(base, base.requests, base.tool_calls + calls)
+    else:
+        value = base
+    total[4], total[5] = None, value  # an event keeps its own total, not the ones before
+    return value  # type: ignore[no-any-return]
+
+
+def _read_usage(event: ModelRequestFinished) -> Usage:
+    """``ModelRequestFinished.usage``: the loop's running total in the slot (:func:`request_finished`)
+    is summed on the first read and replaced by its value."""
+    usage = _raw_usage(event)
+    if not isinstance(usage, Usage):
+        usage = settle_total(usage)
+        _set_usage(event, usage)
+    return usage
+
+
+def request_finished(iteration: int, response: ModelResponse, total: RunningTotal) -> ModelRequestFinished:
+    """The loop's :class:`ModelRequestFinished`, holding its :data:`RunningTotal`: summed when
+    ``usage`` is first read."""
+    event = object.__new__(ModelRequestFinished)
+    _set_finished_iteration(event, iteration)
+    _set_response(event, response)
+    _set_usage(event, total)
+    return event
+
+
+# Over the dataclass's slot, as Usage.cost: reads go through _read_usage, writes (the constructor,
+# pickling, dataclasses.replace) straight to the slot. The field keeps its declared type for readers.
+_finished_class: Any = ModelRequestFinished
+_finished_class.usage = property(_read_usage, _set_usage, doc="The run's usage so far.")
 _set_started_id = _setter(ToolCallStarted, "tool_call_id")
 _set_started_name = _setter(ToolCallStarted, "tool_name")
 _set_started_arguments = _setter(ToolCallStarted, "arguments")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from ..events import Event, MessageAdded, ToolCallProgress
+from ..events import Event, MessageAdded, RunningTotal, ToolCallProgress
 from ..messages import Message, ToolCallMessage, Usage, recounted, summed
 from ..transcript import Transcript
 from .channel import EventChannel
@@ -55,6 +55,7 @@ class Recorder:
 
     __slots__ = (
         "_calls",
+        "_last_total",
         "_outbox",
         "_requests",
         "_unrecorded",
@@ -80,6 +81,7 @@ class Recorder:
         self.keep_outbox = True
         """False when nobody takes the messages (``run()``): :meth:`drain` then has none."""
         self._unrecorded: list[Message] | None = None
+        self._last_total: RunningTotal | None = None
         self.upstream: Recorder | None = None
         """A subagent's parent run: each request and call counts there too (usage rolls up)."""
 
@@ -107,6 +109,14 @@ class Recorder:
             self._requests = None
             self._usage = summed(self._usage, requests if isinstance(requests, list) else (requests,))
         return self._usage
+
+    def running_total(self) -> RunningTotal:
+        """The usage so far (:attr:`usage`), summed when it is first read: what a stream's
+        :class:`~tooloop.events.ModelRequestFinished` holds."""
+        requests = self._requests
+        count = 0 if requests is None else len(requests) if requests.__class__ is list else 1
+        total = self._last_total = [self._usage, requests, count, self._calls, self._last_total, None]
+        return total
 
     def emit(self, event: Event) -> None:
         """Send an event to the stream consumer, if there is one."""

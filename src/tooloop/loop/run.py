@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError, ToolloopError
-from ..events import ModelEvent, ModelRequestFinished, ModelRequestStarted, TextDelta
+from ..events import ModelEvent, ModelRequestStarted, TextDelta, request_finished
 from ..messages import (
     AssistantMessage,
     Message,
@@ -663,7 +663,7 @@ class Run(StepRunner):
         self._last_usage = record.count_request(response.usage)  # the counted copy: one Usage kept, not two
         listening = record.events is not None
         if listening:
-            record.emit(ModelRequestFinished(self.iteration, response, record.usage))
+            record.emit(request_finished(self.iteration, response, record.running_total()))  # summed if read
         usage, cache_watch = response.usage, self.cache_watch
         if cache_watch is None and (usage.cache_read_tokens or usage.cache_write_tokens):
             cache_watch = self.cache_watch = CacheWatch(self.config.settings)
