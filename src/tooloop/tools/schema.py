@@ -207,22 +207,23 @@ def _accept(plain: tuple[_Plain, ...], arguments: Mapping[str, Any]) -> dict[str
     """The keyword arguments when every argument is already of its parameter's exact type (pydantic
     would hand them back unchanged, an ``int`` for a ``float`` as ``float``), else None."""
     out: dict[str, Any] = {}
-    given = 0
+    absent = 0
     for p in plain:
-        if p.name not in arguments:
-            if p.default is _REQUIRED:
+        name = p.name
+        if name in arguments:
+            value = arguments[name]
+            if type(value) is p.kind or (value is None and p.nullable):
+                out[name] = value
+            elif p.kind is float and type(value) is int and -(2**63) <= value <= 2**63:
+                out[name] = float(value)
+            else:
                 return None
-            out[p.name] = p.default
-            continue
-        value = arguments[p.name]
-        given += 1
-        if type(value) is p.kind or (value is None and p.nullable):
-            out[p.name] = value
-        elif p.kind is float and type(value) is int and -(2**63) <= value <= 2**63:
-            out[p.name] = float(value)
-        else:
+        elif p.default is _REQUIRED:
             return None
-    return out if given == len(arguments) else None  # an unknown key: pydantic reports it
+        else:
+            out[name] = p.default
+            absent += 1
+    return out if len(plain) - absent == len(arguments) else None  # an unknown key: pydantic reports it
 
 
 def _validation_message(name: str, exc: Any) -> str:
