@@ -332,6 +332,10 @@ def _unrenderable(exc: Exception) -> ToolError:
     return error
 
 
+_new_slot = object.__new__
+_init_slot = Slot.__init__
+
+
 def slots_from_response(response: ModelResponse, batch_id: str, position: int, batch: BatchContext) -> list[Slot]:
     """A slot per call of ``response`` (to be appended at ``position`` of the transcript).
 
@@ -348,7 +352,9 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
         call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
         batch.call_ids.add(call_id)
         name = call.name
-        slot = Slot(
+        slot = _new_slot(Slot)
+        _init_slot(  # Slot(...) without its call through the type (in C, then back into Python)
+            slot,
             name,
             call_id,
             arguments,
