@@ -328,6 +328,14 @@ _DELTA = aw.delta(0, {"type": "text_delta", "text": "x"})
 _HOUR = {"input_tokens": 1, "output_tokens": 2, "cache_creation": {"ephemeral_1h_input_tokens": 4}}
 
 
+def _raised(feed: Callable[[Any], None], events: Any) -> str | None:
+    try:
+        feed(events)
+    except Exception as exc:
+        return repr(exc)
+    return None
+
+
 @pytest.mark.parametrize(
     ("piece", "taken"),
     [
@@ -341,7 +349,7 @@ _HOUR = {"input_tokens": 1, "output_tokens": 2, "cache_creation": {"ephemeral_1h
         (_piece(aw.delta(0, {"type": "citations_delta", "citation": {}})), False),
         (_piece(("message_start", {"type": "message_start", "message": None})), False),
         (_piece(("message_start", {"type": "message_start", "message": {"usage": [["a", 1]]}})), False),
-        (_piece(_DELTA, ("x", "text")), False),  # data that is a JSON string
+        (_piece(_DELTA, ("x", "text"), aw.PING), True),  # data that is a JSON string fails the same way
         (_piece(aw.PING) + b": keep-alive\n\n", False),  # a comment line
         (b'event: x\nid: 7\ndata: {"type": "ping"}\n\n', False),  # another field between name and data
         (b'event: x\ndata: {"type":\ndata: "ping"}\n\n', False),  # data over two lines
@@ -364,9 +372,9 @@ def test_the_usual_piece_is_read_as_the_general_decoder_reads_it_or_left_to_it(p
     fast: list[Any] = []
     general: list[Any] = []
     fast_reader, general_reader = StreamReader(fast.append), StreamReader(general.append)
-    fast_reader.feed_typed(found)
-    general_reader.feed_all(SSEDecoder().feed(piece))
-    assert fast == general  # the same deltas
+    fast.append(_raised(fast_reader.feed_typed, found))
+    general.append(_raised(general_reader.feed_all, SSEDecoder().feed(piece)))
+    assert fast == general  # the same deltas, and the same error if any
     assert fast_reader.stopped is general_reader.stopped
     if general_reader.stopped:
         assert fast_reader.result() == general_reader.result()

@@ -161,7 +161,7 @@ class StreamReader:
             else:
                 self._event(kind, data)
 
-    def _walk_typed(self, events: list[Any]) -> None:
+    def _walk_typed(self, events: list[Any]) -> None:  # noqa: C901 - one loop on purpose: no call per event
         # _walk for typed events: the same steps, read from the fields each event kind has
         parts = self._parts
         spans = self._spans if self.on_event is not None else None
@@ -194,6 +194,8 @@ class StreamReader:
                 self._delta(stop.stop_reason, stop.stop_details, stop.stop_sequence, data.usage)
             elif kind is _MessageStop:
                 self.stopped = True
+            elif kind is str:  # data that is a JSON string, no event: it fails as the general reader fails
+                self._walk(((None, data),))
 
     def _event(self, kind: str | None, data: Any) -> None:
         if kind == "message_start":
@@ -439,10 +441,7 @@ def _usual_events(piece: bytes) -> list[Any] | None:
         events: list[Any] = _decode_events(b'["' + joined[7:] + b"]")  # after the first "event: "
     except ValueError:  # not JSON, or an event the typed ones do not take (msgspec.ValidationError)
         return None
-    if len(events) != 2 * datas:
-        return None
-    data = events[1::2]
-    return None if str in map(type, data) else data  # a data that is a JSON string is no event
+    return events[1::2] if len(events) == 2 * datas else None
 
 
 # The events of the usual piece as the reader reads them: tagged by their "type", only the fields
