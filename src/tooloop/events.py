@@ -299,6 +299,15 @@ class SubagentEvent:
 _set_started_iteration = _setter(ModelRequestStarted, "iteration")
 _SHARED_STARTS = 256
 _started: dict[int, ModelRequestStarted] = {}
+
+
+def request_started(iteration: int) -> ModelRequestStarted:
+    """``ModelRequestStarted(iteration)`` as the loop makes it: the shared value, without a call of
+    the constructor (a Python ``__new__`` costs a call of the class and a call of it)."""
+    shared = _started.get(iteration)
+    return shared if shared is not None else ModelRequestStarted(iteration)
+
+
 _set_finished_iteration = _setter(ModelRequestFinished, "iteration")
 _set_response = _setter(ModelRequestFinished, "response")
 _usage_slot: Any = ModelRequestFinished.__dict__["usage"]

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentValueError, ConfigurationError, ContextLengthError, ToolError, ToolloopError
-from ..events import ModelEvent, ModelRequestStarted, TextDelta, request_finished
+from ..events import ModelEvent, TextDelta, request_finished, request_started
 from ..messages import (
     AssistantMessage,
     Message,
@@ -631,8 +631,11 @@ class Run(StepRunner):
             tool_search=native_search,
             memo=self._memo,
         )
-        if self.record.events is not None:
-            self.record.emit(ModelRequestStarted(self.iteration))
+        channel = self.record.events
+        if channel is not None:  # Recorder.emit, inline
+            channel.append(request_started(self.iteration))
+            if channel.waiter is not None:
+                channel.wake()
         return request
 
     async def _response_to(self, request: ModelRequest) -> ModelResponse:
@@ -661,15 +664,17 @@ class Run(StepRunner):
             self.loader.note(response.provider_data)  # before its calls are checked against what is loaded
         record = self.record
         self._last_usage = record.count_request(response.usage)  # the counted copy: one Usage kept, not two
-        listening = record.events is not None
-        if listening:
-            record.emit(request_finished(self.iteration, response, record.running_total()))  # summed if read
+        channel = record.events
+        if channel is not None:  # Recorder.emit, inline; the total is summed if it is read
+            channel.append(request_finished(self.iteration, response, record.running_total()))
+            if channel.waiter is not None:
+                channel.wake()
         usage, cache_watch = response.usage, self.cache_watch
         if cache_watch is None and (usage.cache_read_tokens or usage.cache_write_tokens):
             cache_watch = self.cache_watch = CacheWatch(self.config.settings)
         # without a watch nothing was cached yet: nothing to compare with (CacheWatch.check's first case)
         miss = None if cache_watch is None else cache_watch.check(self.iteration, self._request or request, usage)
-        if miss is not None and listening:
+        if miss is not None and channel is not None:
             record.emit(miss)
         return response
 
