@@ -459,7 +459,9 @@ async def run_batch(slots: Sequence[Slot], batch: BatchContext, iteration: int) 
     try:
         # a slot ready to run has its tool (_start needs it); partial and attrgetter: no frame per call
         run_one = functools.partial(_run_one, batch, iteration)
-        await run_concurrently(ready, run_one, _is_sequential, batch.lingering)
+        running = run_concurrently(ready, run_one, _is_sequential, batch.lingering)
+        if running is not None:
+            await running
     except asyncio.CancelledError:
         cancel_unfinished(ready, "the run was cancelled" if batch.token.cancelled else "the run was interrupted")
         raise

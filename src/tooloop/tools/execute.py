@@ -61,21 +61,29 @@ RunOne = Callable[[T], Step | None]
 """Runs an item as far as it goes without waiting: None when it is done, else what finishes it."""
 
 
-async def run_concurrently(
+def run_concurrently(
     items: Sequence[T],
     run_one: RunOne[T],
     sequential: Callable[[T], bool],
     lingering: Lingering | None = None,
-) -> None:
-    """Run ``run_one`` over ``items`` at once, except that a sequential item runs alone.
+) -> Step | None:
+    """Run ``run_one`` over ``items`` at once, except that a sequential item runs alone: None when
+    every item is done already, else the coroutine that finishes them.
 
     ``run_one`` does what it can at once and returns None, or a coroutine that finishes the item
-    (most items never wait: then no coroutine is made for them). A sequential item waits for the
-    items before it (and their threads, in ``lingering``) and holds back the items after it until
-    its own thread ends. If this coroutine is cancelled, every item still running is cancelled
-    before the cancellation goes on.
+    (most items never wait: then no coroutine is made for them, nor for the batch). A sequential
+    item waits for the items before it (and their threads, in ``lingering``) and holds back the
+    items after it until its own thread ends. If the coroutine is cancelled, every item still
+    running is cancelled before the cancellation goes on.
     """
-    lingering = lingering if lingering is not None else Lingering()
+    if (lingering is None or lingering.idle) and not any(map(sequential, items)):
+        return _together_now(items, run_one)  # the usual batch: nothing to wait for first
+    return _in_groups(items, run_one, sequential, lingering if lingering is not None else Lingering())
+
+
+async def _in_groups(
+    items: Sequence[T], run_one: RunOne[T], sequential: Callable[[T], bool], lingering: Lingering
+) -> None:
     group: list[T] = []
     for item in items:
         if sequential(item):
@@ -103,29 +111,40 @@ async def _together(group: Sequence[T], run_one: RunOne[T], lingering: Lingering
         return
     if not lingering.idle:
         await lingering.wait(everything=False)  # a sequential call's thread may still run
-    if len(group) == 1:
-        step = run_one(group[0])
-        if step is not None:
-            await step
-        return
+    step = _together_now(group, run_one)
+    if step is not None:
+        await step
+
+
+def _together_now(group: Sequence[T], run_one: RunOne[T]) -> Step | None:
+    """Start the items of ``group`` at once: None when all of them are done, else what finishes them."""
+    if len(group) <= 1:
+        return run_one(group[0]) if group else None
     # Each item starts here, in this task, in a context of its own as a task would give it. Most
     # finish without waiting (a tool that only computes, a call refused by a hook), and then need
     # no task: a task per call was a tenth of a K=4 conversation's CPU. The first item that waits
     # is finished in this task, once the items after it have started as tasks of their own.
+    for index, item in enumerate(group):
+        context = contextvars.copy_context()
+        step = context.run(run_one, item)
+        if step is None:
+            continue
+        try:
+            waiting_on = context.run(step.send, None)
+        except StopIteration:
+            continue
+        return _finish_together(step, context, waiting_on, group[index + 1 :], run_one)
+    return None
+
+
+async def _finish_together(
+    step: Step, context: contextvars.Context, waiting_on: Any, rest: Sequence[T], run_one: RunOne[T]
+) -> None:
+    """Finish ``step`` (see :func:`_go_on`) while the items of ``rest`` start and run as tasks."""
     tasks: list[asyncio.Task[None]] = []
     try:
-        for index, item in enumerate(group):
-            context = contextvars.copy_context()
-            step = context.run(run_one, item)
-            if step is None:
-                continue
-            try:
-                waiting_on = context.run(step.send, None)
-            except StopIteration:
-                continue
-            tasks = [asyncio.ensure_future(_whole(run_one, rest)) for rest in group[index + 1 :]]
-            await _go_on(step, context, waiting_on)
-            break
+        tasks = [asyncio.ensure_future(_whole(run_one, item)) for item in rest]
+        await _go_on(step, context, waiting_on)
         for task in tasks:  # like gather (run_one records its own failures) without its futures
             await task
     finally:
