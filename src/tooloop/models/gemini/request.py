@@ -24,6 +24,7 @@ from ...messages import (
     TextContent,
     ThinkingPart,
     ToolCallMessage,
+    ToolCallStatus,
     UserMessage,
     UserPart,
 )
@@ -195,8 +196,6 @@ def _add(
 
 def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
-    if not thinking:
-        return parts
     for part in own_thinking(thinking, PROVIDER):
         thought: dict[str, Any] = {"text": part.text, "thought": True}
         if part.signature:
@@ -205,61 +204,88 @@ def _thought_parts(thinking: Sequence[ThinkingPart]) -> list[dict[str, Any]]:
     return parts
 
 
-def _text_part(text: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    signature = data.get("text_signature")
-    if not text and not signature:
-        return []
-    part: dict[str, Any] = {"text": text}
-    if signature:
-        part["thoughtSignature"] = _wire_signature(signature)
-    return [part]
+def _lead_parts(thinking: Sequence[ThinkingPart], text: str, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parts before a model turn's calls: its thoughts, then its text (or a signature alone)."""
+    parts = _thought_parts(thinking) if thinking else []
+    signature = data.get("text_signature") if data else None
+    if text or signature:
+        part: dict[str, Any] = {"text": text}
+        if signature:
+            part["thoughtSignature"] = _wire_signature(signature)
+        parts.append(part)
+    return parts
 
 
 def _assistant_parts(message: AssistantMessage) -> list[dict[str, Any]]:
     data = message.provider_data.get(PROVIDER) or {}
-    return _thought_parts(message.thinking) + _text_part(message.text or message.refusal or "", data)
+    return _lead_parts(message.thinking, message.text or message.refusal or "", data)
 
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+_OK = ToolCallStatus.OK
 
 
 def _batch_contents(batch: ToolBatch, sign_foreign: bool) -> list[dict[str, Any]]:
-    first = batch.first
+    calls = batch.calls
+    first = calls[0]
     data = first.provider_data.get(PROVIDER) or {}
-    signatures: Mapping[str, str] = data.get("signatures") or {}
-    native_ids = set(data.get("ids") or ())
-    parts = _thought_parts(first.thinking) + _text_part(batch.text, data)
+    parts = _lead_parts(first.thinking, first.message, data) if first.thinking or first.message or data else []
+    start = len(parts)
     results: list[dict[str, Any]] = []
-    for index, call in enumerate(batch.calls):
+    for call in calls:
+        name = call.tool_name
         arguments = call.arguments  # a FrozenDict, written as a dict: sent as it is, not copied
-        function_call: dict[str, Any] = {
-            "name": call.tool_name,
-            "args": arguments if isinstance(arguments, dict) else dict(arguments),
-        }
-        outcome = for_model(call)
-        response: dict[str, Any] = {
-            "name": call.tool_name,
-            "response": {"error" if outcome.is_error else "result": outcome.text},
-        }
-        images = native_parts(outcome, _IMAGE_TYPES) if outcome.parts else None
-        if images is not None:  # the text form (placeholders included) stays the result
-            # written with the proto field names, as the SDK writes a function response's parts
-            response["parts"] = [
-                {"inline_data": {"mime_type": p.mime_type, "data": _urlsafe(base64.b64decode(p.data))}}
-                for p in images
-                if isinstance(p, ImageContent)
-            ]
-        if call.tool_call_id in native_ids:
-            function_call["id"] = response["id"] = call.tool_call_id
-        part: dict[str, Any] = {"functionCall": function_call}
-        signature = signatures.get(call.tool_call_id)
-        if signature:
-            part["thoughtSignature"] = _wire_signature(signature)
-        elif index == 0 and sign_foreign and not signatures:
-            part["thoughtSignature"] = _SKIP_SIGNATURE
-        parts.append(part)
+        args = arguments if isinstance(arguments, dict) else dict(arguments)
+        parts.append({"functionCall": {"name": name, "args": args}})
+        if call.status is _OK and not call.parts:  # the usual outcome: its text as it is
+            response: dict[str, Any] = {"name": name, "response": {"result": call.content}}
+        else:
+            response = _response(call)
         results.append({"functionResponse": response})
+    if data:
+        _add_native(data, calls, parts[start:], results)
+    if sign_foreign and not data.get("signatures"):  # Gemini 3 accepts unsigned calls so marked
+        parts[start]["thoughtSignature"] = _SKIP_SIGNATURE
     return [{"role": "model", "parts": parts}, {"role": "user", "parts": results}]
+
+
+def _response(call: ToolCallMessage) -> dict[str, Any]:
+    """A call's ``functionResponse`` (without Gemini's own id) for any outcome."""
+    outcome = for_model(call)
+    response: dict[str, Any] = {
+        "name": call.tool_name,
+        "response": {"error" if outcome.is_error else "result": outcome.text},
+    }
+    images = native_parts(outcome, _IMAGE_TYPES) if outcome.parts else None
+    if images is not None:  # the text form (placeholders included) stays the result
+        # written with the proto field names, as the SDK writes a function response's parts
+        response["parts"] = [
+            {"inline_data": {"mime_type": p.mime_type, "data": _urlsafe(base64.b64decode(p.data))}}
+            for p in images
+            if isinstance(p, ImageContent)
+        ]
+    return response
+
+
+def _add_native(
+    data: Mapping[str, Any],
+    calls: Sequence[ToolCallMessage],
+    parts: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+) -> None:
+    """Gemini's own signatures and ids (kept in ``data``) added to the batch's calls and results."""
+    signatures: Mapping[str, str] | None = data.get("signatures")
+    if signatures:
+        for index, call in enumerate(calls):
+            signature = signatures.get(call.tool_call_id)
+            if signature:
+                parts[index]["thoughtSignature"] = _wire_signature(signature)
+    native_ids = data.get("ids")
+    if native_ids:
+        for index, call in enumerate(calls):
+            call_id = call.tool_call_id
+            if call_id in native_ids:
+                parts[index]["functionCall"]["id"] = results[index]["functionResponse"]["id"] = call_id
 
 
 def _generation_config(request: ModelRequest, settings: ModelSettings, generation: int) -> dict[str, Any]:
