@@ -71,12 +71,12 @@ class Guards:
                 return None
             self._calls = _counts(self._held)
             self._held = ()
-        # parsed arguments (the usual call) keyed here, without two calls in between
-        keys = [_canonical(c.tool_name, c.arguments) if c.raw_arguments is None else _recorded_key(c) for c in calls]
         seen = dict(self._calls)
-        for call, key in zip(calls, keys, strict=True):
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] > bound:
+        for call in calls:
+            # parsed arguments (the usual call) keyed here, without two calls in between
+            key = _canonical(call.tool_name, call.arguments) if call.raw_arguments is None else _recorded_key(call)
+            count = seen[key] = seen.get(key, 0) + 1
+            if count > bound:
                 return (
                     f"not run: {call.tool_name} was already called {bound} times in this run with the same "
                     f"arguments (Limits.max_repeats={bound})"
@@ -121,8 +121,8 @@ _HELD = 4
 
 def _counts(held: tuple[Any, ...]) -> dict[tuple[str, str | bytes], int]:
     counts: dict[tuple[str, str | bytes], int] = {}
-    for at in range(0, len(held), _HELD):
-        call_id, name, arguments, raw = held[at : at + _HELD]
+    rows = iter(held)
+    for call_id, name, arguments, raw in zip(rows, rows, rows, rows, strict=True):  # _HELD items a call
         key = _canonical(name, arguments) if raw is None else _key(call_id, name, arguments, raw)
         counts[key] = counts.get(key, 0) + 1
     return counts
