@@ -92,24 +92,27 @@ class GeminiEvents:
 
 
 _NEXT_EVENT = b"\r\n\r\ndata: "
+_CR, _LF = ord("\r"), ord("\n")
 
 
 def _whole_events(piece: bytes, typed: bool) -> tuple[list[Any], StreamError | None] | None:
     """Gemini's usual piece, read without the decoder: whole one-line ``data:`` events, each ended
     by a CRLF blank line, parsed in one call; None for any other piece (the decoder's to read)."""
     joined = piece[6:-4]
-    count = 1
-    if _NEXT_EVENT in joined:
-        count += joined.count(_NEXT_EVENT)
-        joined = joined.replace(_NEXT_EVENT, b",")
-    # every line end was one of the events' own: no other line, no data on several lines, no lone CR
-    if b"\n" in joined or b"\r" in joined:
-        return None
-    if count == 1:  # the one event parsed as it is: a second value in it makes bad JSON
+    # (bytes searched for a byte as an int: a bytes needle costs a buffer of its own)
+    if _LF not in joined and _CR not in joined:  # one event: parsed as it is (a second value in it makes bad JSON)
         try:
-            return _until_error([decode_each(joined) if typed else loads(joined)], typed)
+            event = decode_each(joined) if typed else loads(joined)
         except ValueError:
             return None
+        if typed and event.error is None:  # the usual case
+            return [event], None
+        return _until_error([event], typed)
+    count = joined.count(_NEXT_EVENT) + 1
+    joined = joined.replace(_NEXT_EVENT, b",")
+    # every line end was one of the events' own: no other line, no data on several lines, no lone CR
+    if _LF in joined or _CR in joined:
+        return None
     events = _all_of(b"[" + joined + b"]", typed)
     if events is None or len(events) != count:  # data that is not one value each
         return None
