@@ -113,13 +113,6 @@ class Reader:
         self._span_parts: list[str] = []
         """Text (or thought, ``_span_thought``) of the chunks read so far, not yet sent as one delta."""
 
-    def _emit(self, event: ToolCallDelta) -> None:
-        if self.on_event is not None:
-            if self._span_parts:
-                self._flush()
-            self.emitted = True
-            self.on_event(event)
-
     def _gather(self, thought: bool, text: str) -> None:
         self.emitted = True  # it goes out at the latest when the read ends, even on a failure
         if self._span_thought != thought and self._span_parts:
@@ -181,13 +174,16 @@ class Reader:
 
     def _parts(self, parts: list[Part]) -> None:
         for part in parts:
-            # most of a stream: a piece of text, nothing else
-            if part.functionCall is None and part.thoughtSignature is None and not part.thought and not self.thought:
-                text = part.text
-                if text:
-                    self.text.append(text)
-                    if self.on_event is not None:
-                        self._gather(False, text)
+            if part.thoughtSignature is None and not part.thought and not self.thought:
+                call = part.functionCall
+                if call is None:  # most of a stream: a piece of text, nothing else
+                    text = part.text
+                    if text:
+                        self.text.append(text)
+                        if self.on_event is not None:
+                            self._gather(False, text)
+                else:
+                    self._call(call, None)
             else:
                 self._part(part)
 
@@ -252,7 +248,10 @@ class Reader:
             delta.name = call.name
             delta.arguments_delta = _json(arguments).decode()  # compact, as the wire writes it
             delta.__class__ = ToolCallDelta
-            self._emit(delta)
+            if self._span_parts:
+                self._flush()
+            self.emitted = True
+            self.on_event(delta)
 
     def finish(self, *, streamed: bool) -> ModelResponse:
         if self.thought:
