@@ -55,14 +55,16 @@ _UsageDraft = draft_of(Usage)
 _ToolCallDraft = draft_of(ToolCall)
 _ToolCallDeltaDraft = draft_of(ToolCallDelta)
 
-_call_ids: Iterator[str]
+_call_prefix: str
+_call_numbers: Iterator[int]
 
 
 def _fresh_call_ids() -> None:
     """Start the ids given to Gemini's function calls (it sends none; Gemini 3 may): a random
     prefix per process, then a counter. A forked child draws a prefix of its own."""
-    global _call_ids
-    _call_ids = map(f"call_{os.urandom(8).hex()}".__add__, map(str, itertools.count(1)))
+    global _call_prefix, _call_numbers
+    _call_prefix = f"call_{os.urandom(8).hex()}"
+    _call_numbers = itertools.count(1)
 
 
 _fresh_call_ids()
@@ -225,7 +227,7 @@ class Reader:
                 self.native_ids = []
             self.native_ids.append(call_id)
         else:
-            call_id = next(_call_ids)
+            call_id = _call_prefix + str(next(_call_numbers))
         if signature:
             if self.signatures is None:
                 self.signatures = {}
