@@ -57,8 +57,8 @@ async def decide(slots: Sequence[Slot], batch: BatchContext, *, deny_undecided: 
     waiting = []
     auto_execute = batch.auto_execute
     for slot in slots:
-        tool = slot.tool  # a call waits when _waits(tool, auto_execute) (inline: no call per call)
-        if slot.outcome is not None or tool is None or not (tool.requires_approval or not auto_execute):
+        tool = slot.tool
+        if slot.outcome is not None or tool is None or not _waits(tool, auto_execute):
             continue
         request = _request(slot)
         decision = batch.decisions.get(slot.tool_call_id)

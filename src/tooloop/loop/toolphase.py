@@ -344,11 +344,7 @@ def slots_from_response(response: ModelResponse, batch_id: str, position: int, b
     slots = []
     tools, limits = batch.runnable, batch.limits
     for index, call in enumerate(response.tool_calls):
-        given = call.arguments
-        if type(given) is dict:  # the usual provider's parsed arguments (_parse's first case, inline)
-            arguments, raw, error = frozen_mapping(given), None, None
-        else:
-            arguments, raw, error = _parse(given)
+        arguments, raw, error = _parse(call.arguments)
         call_id = unique_id(call.id, position + index, batch.call_ids)  # servers that repeat "call_0"
         batch.call_ids.add(call_id)
         name = call.name
@@ -548,19 +544,12 @@ def _closing(slot: Slot, batch: BatchContext) -> Step | None:
     """Close the call that ran (or did not run): None when done, else what does it."""
     outcome = slot.outcome
     if outcome is None:
-        outcome = _stopped(slot)
+        _stopped(slot)
     elif outcome.status is ToolCallStatus.PENDING:  # its subagent waits for a decision
         return batch.record.record_outcome(outcome)  # closed by the run that decides it
-    record = batch.record
-    if batch.hooks.after_tool_call is None and record.journal is None:
+    if batch.hooks.after_tool_call is None and batch.record.journal is None:
         slot.hooked = True  # what close() does then, without a coroutine per call
-        if not slot.closed:  # _announce, inline
-            slot.closed = True
-            channel = record.events
-            if channel is not None:
-                channel.append(ToolCallFinished(outcome))
-                if channel.waiter is not None:
-                    channel.wake()
+        _announce(slot, batch)
         return None
     return close(slot, batch, journal=True)
 
@@ -582,8 +571,8 @@ async def _decide_and_run(slot: Slot, batch: BatchContext, iteration: int) -> No
         await closing
 
 
-def _stopped(slot: Slot) -> ToolCallMessage:
-    return slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
+def _stopped(slot: Slot) -> None:
+    slot.finish(ToolCallStatus.CANCELLED, error=asyncio.CancelledError("the run was stopped"))
 
 
 def _start(slot: Slot, batch: BatchContext, iteration: int, *, watched: bool = False) -> Step | None:

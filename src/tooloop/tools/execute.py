@@ -213,9 +213,7 @@ def start_async(
     if seconds is None:
         return False, tool.start(kwargs, context)
     started = asyncio.get_running_loop().time()
-    if tool.context_param is not None:  # Tool.start, inline
-        kwargs[tool.context_param] = context
-    call = tool.function(**kwargs)
+    call = tool.start(kwargs, context)
     if type(call) is CoroutineType:
         try:
             waiting_on = call.send(None)
